@@ -38,7 +38,8 @@ class FieldState(enum.Enum):
     @property
     def size(self) -> int:
         """Fish size 1/2/3; 0 for SQUID and EMPTY."""
-        return max(0, self.value[1])
+        size: int = self.value[1]
+        return max(0, size)
 
 
 class Direction(enum.Enum):
@@ -55,11 +56,11 @@ class Direction(enum.Enum):
 
     @property
     def dx(self) -> int:
-        return self.value[0]  # type: ignore[no-any-return]
+        return self.value[0]
 
     @property
     def dy(self) -> int:
-        return self.value[1]  # type: ignore[no-any-return]
+        return self.value[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,7 @@ class MoveMistake(enum.Enum):
 
     @property
     def message(self) -> str:
-        return self.value  # type: ignore[no-any-return]
+        return self.value
 
 
 class InvalidMoveError(Exception):

@@ -1,0 +1,484 @@
+"""The immutable Piranhas game state: moves, swarms, game end (backend 26.1.0 rules)."""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.generator import BOARD_SIZE, random_rows
+from engine.geometry import DIRECTIONS, Geometry, geometry
+from engine.types import FieldState, InvalidMoveError, Move, MoveMistake, Team
+
+ROUND_LIMIT = 30
+"""The game ends once turn // 2 reaches this (after move 60)."""
+
+_DIRECTION_INDEX = {direction.name: index for index, direction in enumerate(DIRECTIONS)}
+
+_FIELD_BY_BITS = {
+    # (team index, size) → field; rebuilt from bitboards in field()/rows().
+    (0, 1): FieldState.ONE_S,
+    (0, 2): FieldState.ONE_M,
+    (0, 3): FieldState.ONE_L,
+    (1, 1): FieldState.TWO_S,
+    (1, 2): FieldState.TWO_M,
+    (1, 3): FieldState.TWO_L,
+}
+
+_SYMBOL = {
+    FieldState.ONE_S: "1s",
+    FieldState.ONE_M: "1m",
+    FieldState.ONE_L: "1L",
+    FieldState.TWO_S: "2s",
+    FieldState.TWO_M: "2m",
+    FieldState.TWO_L: "2L",
+    FieldState.SQUID: "XX",
+    FieldState.EMPTY: " .",
+}
+
+
+class WinReason(enum.Enum):
+    """Why a game was won without a violation. `.template` is the official text (`%s` = name)."""
+
+    BIGGER_SWARM = "%s hat den größeren zusammenhängenden Schwarm"
+    FIRST_UNION = "%s hat zuerst alle Fische einer Farbe vereinigt"
+    BLOCKED = "%s hat den Gegner blockiert, sodass er keinen Zug mehr machen kann"
+    TIE = "Beide Spieler sind gleichauf"
+
+    @property
+    def template(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Who wins (None = nobody, a tie) and why."""
+
+    winner: Team | None
+    reason: WinReason
+
+
+def _component(seed: int, mask: int, stride: int) -> int:
+    """The 8-connected group of `mask` containing the bit(s) of `seed`."""
+    reach = seed
+    while True:
+        row_grown = reach | (reach << 1) | (reach >> 1)
+        grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & mask
+        if grown == reach:
+            return reach
+        reach = grown
+
+
+def _is_connected(mask: int, stride: int) -> bool:
+    # False without fish, as the official isSwarmConnected.
+    return mask != 0 and _component(mask & -mask, mask, stride) == mask
+
+
+class GameState:
+    """One position of a Piranhas game. **Immutable**: `apply` returns a new state and
+    nothing changes an existing one, so states can be shared, cached and hashed freely.
+
+    The board is x = column 0..width-1 (left→right), y = row 0..height-1 (bottom→top);
+    the real game is 10×10, other shapes exist for tests. `turn` counts the moves made;
+    ONE moves on even turns, TWO on odd ones.
+    """
+
+    __slots__ = (
+        "_connected",
+        "_first_union",
+        "_ge2",
+        "_ge3",
+        "_geo",
+        "_last_move",
+        "_legal",
+        "_one",
+        "_squid",
+        "_turn",
+        "_two",
+    )
+
+    _geo: Geometry
+    # Bitboards (see engine.geometry): fish of each team, squids, fish of size ≥ 2 and = 3.
+    _one: int
+    _two: int
+    _squid: int
+    _ge2: int
+    _ge3: int
+    _turn: int
+    _first_union: Team | None
+    _last_move: Move | None
+    # Lazily computed, never observable as mutation: legal moves of the team to move,
+    # and whether (ONE, TWO) are fully connected.
+    _legal: list[Move] | None
+    _connected: tuple[bool, bool] | None
+
+    def __init__(self) -> None:
+        raise TypeError("use GameState.initial() or GameState.from_rows()")
+
+    @classmethod
+    def _make(
+        cls,
+        geo: Geometry,
+        boards: tuple[int, int, int, int, int],
+        turn: int,
+        first_union: Team | None,
+        last_move: Move | None,
+        connected: tuple[bool, bool] | None = None,
+    ) -> GameState:
+        state = object.__new__(cls)
+        state._geo = geo
+        state._one, state._two, state._squid, state._ge2, state._ge3 = boards
+        state._turn = turn
+        state._first_union = first_union
+        state._last_move = last_move
+        state._legal = None
+        state._connected = connected
+        return state
+
+    # ---- construction ------------------------------------------------------------
+
+    @classmethod
+    def initial(cls, seed: int | None = None) -> GameState:
+        """A new game on a start board from the official generator. The same `seed` always
+        gives the same board (None = a fresh random board)."""
+        return cls.from_rows(random_rows(random.Random(seed)))
+
+    @classmethod
+    def from_rows(
+        cls,
+        rows: Sequence[Sequence[FieldState | str]],
+        turn: int = 0,
+        first_union: Team | None = None,
+        last_move: Move | None = None,
+    ) -> GameState:
+        """A state with the board `rows[y][x]` (rows[0] is the bottom row, y = 0). Fields may be
+        FieldState members or their names. Any non-empty rectangle is accepted; the real game
+        is 10×10. Raises ValueError for a ragged or empty board or a negative turn."""
+        if turn < 0:
+            raise ValueError(f"turn must not be negative, got {turn}")
+        height = len(rows)
+        width = len(rows[0]) if height else 0
+        if width == 0 or any(len(row) != width for row in rows):
+            raise ValueError("the board must be a non-empty rectangle of fields")
+        geo = geometry(width, height)
+        one = two = squid = ge2 = ge3 = 0
+        for y, row in enumerate(rows):
+            for x, cell in enumerate(row):
+                field = cell if isinstance(cell, FieldState) else _parse_field(cell)
+                bit = geo.bit(x, y)
+                if field is FieldState.SQUID:
+                    squid |= bit
+                elif field is not FieldState.EMPTY:
+                    if field.team is Team.ONE:
+                        one |= bit
+                    else:
+                        two |= bit
+                    if field.size >= 2:
+                        ge2 |= bit
+                    if field.size == 3:
+                        ge3 |= bit
+        return cls._make(geo, (one, two, squid, ge2, ge3), turn, first_union, last_move)
+
+    # ---- plain data ----------------------------------------------------------------
+
+    @property
+    def turn(self) -> int:
+        """Moves made so far."""
+        return self._turn
+
+    @property
+    def first_union(self) -> Team | None:
+        """The first team whose fish were all connected after some move (tie-breaker)."""
+        return self._first_union
+
+    @property
+    def last_move(self) -> Move | None:
+        return self._last_move
+
+    @property
+    def width(self) -> int:
+        return self._geo.width
+
+    @property
+    def height(self) -> int:
+        return self._geo.height
+
+    @property
+    def current_team(self) -> Team:
+        """The team to move: ONE on even turns, TWO on odd ones."""
+        return Team.TWO if self._turn & 1 else Team.ONE
+
+    def field(self, x: int, y: int) -> FieldState:
+        """The content of field (x, y); IndexError outside the board."""
+        geo = self._geo
+        if not geo.contains(x, y):
+            raise IndexError(f"[{x}|{y}] is not on the {geo.width}×{geo.height} board")
+        bit = geo.bit(x, y)
+        if bit & self._squid:
+            return FieldState.SQUID
+        if not bit & (self._one | self._two):
+            return FieldState.EMPTY
+        size = 1 + bool(bit & self._ge2) + bool(bit & self._ge3)
+        return _FIELD_BY_BITS[0 if bit & self._one else 1, size]
+
+    def rows(self) -> list[list[FieldState]]:
+        """A fresh copy of the board, rows[y][x] with rows[0] the bottom row."""
+        return [[self.field(x, y) for x in range(self.width)] for y in range(self.height)]
+
+    def _team_mask(self, team: Team) -> int:
+        return self._one if team is Team.ONE else self._two
+
+    def fish_count(self, team: Team) -> int:
+        """How many fish `team` has left."""
+        return self._team_mask(team).bit_count()
+
+    # ---- moves ---------------------------------------------------------------------
+
+    def check_move(self, move: Move) -> MoveMistake | None:
+        """None if `move` is legal for the team to move, else the official mistake (checked in
+        the official order: start, then the jumped fields in order, then the target). A start
+        outside the board gives START_OUT_OF_BOUNDS."""
+        geo = self._geo
+        if not geo.contains(move.x, move.y):
+            return MoveMistake.START_OUT_OF_BOUNDS
+        if self._turn & 1:
+            own, opponent = self._two, self._one
+        else:
+            own, opponent = self._one, self._two
+        index = move.y * geo.stride + move.x
+        if not own & (1 << index):
+            return MoveMistake.WRONG_START
+        direction = _DIRECTION_INDEX[move.direction._name_]
+        axis = geo.moves[index][direction][0]
+        distance = ((own | opponent) & geo.lines[index][axis]).bit_count()
+        ray = geo.rays[index][direction]
+        for step in range(distance - 1):
+            if step >= len(ray):
+                return MoveMistake.DESTINATION_OUT_OF_BOUNDS
+            if ray[step] & opponent:
+                return MoveMistake.JUMP_OVER_OPPONENT
+        if distance > len(ray):
+            return MoveMistake.DESTINATION_OUT_OF_BOUNDS
+        target = ray[distance - 1]
+        if target & self._squid:
+            return MoveMistake.DESTINATION_BLOCKED
+        if target & own:
+            return MoveMistake.DESTINATION_BLOCKED_BY_SELF
+        return None
+
+    def apply(self, move: Move) -> GameState:
+        """The state after `move` by the team to move; raises InvalidMoveError if it is illegal.
+        A fish landing on an opponent's fish captures it. Sets first_union if it was unset and
+        a team (checked ONE first) now has all its fish connected."""
+        geo = self._geo
+        x, y = move.x, move.y
+        if 0 <= x < geo.width and 0 <= y < geo.height:
+            index = y * geo.stride + x
+            start = 1 << index
+            one, two = self._one, self._two
+            mover_is_two = self._turn & 1
+            own, opponent = (two, one) if mover_is_two else (one, two)
+            if own & start:
+                axis, steps, _ = geo.moves[index][_DIRECTION_INDEX[move.direction._name_]]
+                step = steps[((one | two) & geo.lines[index][axis]).bit_count()]
+                if step is not None:
+                    jumped, target = step
+                    if not (jumped & opponent or target & (own | self._squid)):
+                        return self._moved(start, target, mover_is_two, move)
+        mistake = self.check_move(move)
+        # The fast path above accepts exactly the legal moves.
+        assert mistake is not None
+        raise InvalidMoveError(mistake, move)
+
+    def _moved(self, start: int, target: int, mover_is_two: int, move: Move) -> GameState:
+        both = start | target
+        if mover_is_two:
+            one, two = self._one & ~target, self._two ^ both
+        else:
+            one, two = self._one ^ both, self._two & ~target
+        ge2, ge3 = self._ge2 & ~target, self._ge3 & ~target
+        if self._ge2 & start:
+            ge2 ^= both
+        if self._ge3 & start:
+            ge3 ^= both
+        stride = self._geo.stride
+        connected = (_is_connected(one, stride), _is_connected(two, stride))
+        first_union = self._first_union
+        if first_union is None:
+            if connected[0]:
+                first_union = Team.ONE
+            elif connected[1]:
+                first_union = Team.TWO
+        return GameState._make(
+            self._geo,
+            (one, two, self._squid, ge2, ge3),
+            self._turn + 1,
+            first_union,
+            move,
+            connected,
+        )
+
+    def _legal_list(self) -> list[Move]:
+        legal = self._legal
+        if legal is not None:
+            return legal
+        geo = self._geo
+        if self._turn & 1:
+            own, opponent = self._two, self._one
+        else:
+            own, opponent = self._one, self._two
+        occupied = own | opponent
+        blocked = own | self._squid
+        lines, moves = geo.lines, geo.moves
+        legal = []
+        append = legal.append
+        remaining = own
+        while remaining:
+            lowest = remaining & -remaining
+            remaining ^= lowest
+            index = lowest.bit_length() - 1
+            column, diagonal, row, anti = lines[index]
+            distances = (
+                (occupied & column).bit_count(),
+                (occupied & diagonal).bit_count(),
+                (occupied & row).bit_count(),
+                (occupied & anti).bit_count(),
+            )
+            for axis, steps, move in moves[index]:
+                step = steps[distances[axis]]
+                if step is not None and not (step[0] & opponent or step[1] & blocked):
+                    append(move)
+        self._legal = legal
+        return legal
+
+    def legal_moves(self) -> list[Move]:
+        """All legal moves of the team to move: fish in row-major order (y, then x), each
+        fish's moves in Direction enum order. A new list on every call."""
+        return list(self._legal_list())
+
+    def has_legal_move(self) -> bool:
+        return bool(self._legal_list())
+
+    # ---- swarms --------------------------------------------------------------------
+
+    def _connected_pair(self) -> tuple[bool, bool]:
+        connected = self._connected
+        if connected is None:
+            stride = self._geo.stride
+            connected = (_is_connected(self._one, stride), _is_connected(self._two, stride))
+            self._connected = connected
+        return connected
+
+    def is_connected(self, team: Team) -> bool:
+        """Whether all of `team`'s fish form one 8-connected swarm (False without fish)."""
+        return self._connected_pair()[team.value]
+
+    def greatest_swarm_weight(self, team: Team) -> int:
+        """Weight (sum of sizes 1/2/3) of `team`'s heaviest 8-connected swarm; -1 without fish."""
+        remaining = self._team_mask(team)
+        stride, ge2, ge3 = self._geo.stride, self._ge2, self._ge3
+        best = -1
+        while remaining:
+            swarm = _component(remaining & -remaining, remaining, stride)
+            remaining &= ~swarm
+            weight = swarm.bit_count() + (swarm & ge2).bit_count() + (swarm & ge3).bit_count()
+            best = max(best, weight)
+        return best
+
+    # ---- game end --------------------------------------------------------------------
+
+    @property
+    def is_over(self) -> bool:
+        """The official end: a team connected at the end of a round (even turn), no legal move
+        for the team to move, or the round limit reached."""
+        if self._turn // 2 >= ROUND_LIMIT:
+            return True
+        if not self._turn & 1 and any(self._connected_pair()):
+            return True
+        return not self._legal_list()
+
+    def win_condition(self) -> Outcome | None:
+        """The official plugin winCondition: if any team is connected, the strictly heavier
+        swarm wins, else first_union, else a tie; otherwise, if the team to move is blocked,
+        its opponent wins. May be non-None while the game is not over (odd turns)."""
+        if any(self._connected_pair()):
+            one = self.greatest_swarm_weight(Team.ONE)
+            two = self.greatest_swarm_weight(Team.TWO)
+            if one != two:
+                return Outcome(Team.ONE if one > two else Team.TWO, WinReason.BIGGER_SWARM)
+            if self._first_union is not None:
+                return Outcome(self._first_union, WinReason.FIRST_UNION)
+            return Outcome(None, WinReason.TIE)
+        if not self._legal_list():
+            return Outcome(self.current_team.opponent, WinReason.BLOCKED)
+        return None
+
+    def current_winner(self) -> Outcome:
+        """The result if the game ended now without a violation: win_condition(), else the
+        strictly heavier swarm, else a tie."""
+        condition = self.win_condition()
+        if condition is not None:
+            return condition
+        one = self.greatest_swarm_weight(Team.ONE)
+        two = self.greatest_swarm_weight(Team.TWO)
+        if one != two:
+            return Outcome(Team.ONE if one > two else Team.TWO, WinReason.BIGGER_SWARM)
+        return Outcome(None, WinReason.TIE)
+
+    def outcome(self) -> Outcome | None:
+        """current_winner() once the game is over, else None."""
+        return self.current_winner() if self.is_over else None
+
+    # ---- value semantics and display --------------------------------------------------
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self._geo.width,
+            self._geo.height,
+            self._one,
+            self._two,
+            self._squid,
+            self._ge2,
+            self._ge3,
+            self._turn,
+            self._first_union,
+            self._last_move,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, GameState):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"GameState(turn={self._turn}, first_union={self._first_union}, "
+            f"last_move={self._last_move}, {self.width}×{self.height})"
+        )
+
+    def __str__(self) -> str:
+        union = self._first_union.name if self._first_union else "-"
+        header = (
+            f"turn {self._turn} (round {self._turn // 2 + 1}), {self.current_team.name} to move, "
+            f"firstUnion {union}, last move: {self._last_move or '-'}"
+        )
+        lines = [header]
+        for y in reversed(range(self.height)):
+            cells = " ".join(_SYMBOL[self.field(x, y)] for x in range(self.width))
+            lines.append(f"{y:>2} {cells}")
+        lines.append("   " + " ".join(f"{x:>2}" for x in range(self.width)))
+        return "\n".join(lines)
+
+
+def _parse_field(name: str) -> FieldState:
+    try:
+        return FieldState[name]
+    except KeyError:
+        raise ValueError(f"unknown field {name!r}") from None
+
+
+__all__ = ["BOARD_SIZE", "ROUND_LIMIT", "GameState", "Outcome", "WinReason"]
