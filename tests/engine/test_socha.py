@@ -1,0 +1,66 @@
+"""Cross-check with the official Python client's compiled rules (socha 4.3.9): the same
+legal moves and the same boards in seeded random games."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from engine import Direction, FieldState, GameState, Move
+
+socha: Any = pytest.importorskip("socha")
+pytestmark = pytest.mark.socha
+
+_FIELD_NAMES = {
+    FieldState.ONE_S: "OneS",
+    FieldState.ONE_M: "OneM",
+    FieldState.ONE_L: "OneL",
+    FieldState.TWO_S: "TwoS",
+    FieldState.TWO_M: "TwoM",
+    FieldState.TWO_L: "TwoL",
+    FieldState.SQUID: "Squid",
+    FieldState.EMPTY: "Empty",
+}
+
+
+def camel(direction: Direction) -> str:
+    return "".join(part.capitalize() for part in direction.name.split("_"))
+
+
+def to_socha(state: GameState) -> Any:
+    board = socha.Board(
+        [[getattr(socha.FieldType, _FIELD_NAMES[f]) for f in row] for row in state.rows()]
+    )
+    return socha.GameState(board, state.turn, None)
+
+
+def socha_moves(state: Any) -> set[tuple[int, int, str]]:
+    return {
+        (m.start.x, m.start.y, repr(m.direction).split()[0].strip("("))
+        for m in state.possible_moves()
+    }
+
+
+def socha_rows(state: Any) -> list[list[str]]:
+    return [[repr(field) for field in row] for row in state.board.map]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_same_moves_and_boards_as_socha(seed: int) -> None:
+    rng = random.Random(seed)
+    ours = GameState.initial(seed)
+    theirs = to_socha(ours)
+    while not ours.is_over:
+        legal = ours.legal_moves()
+        assert {(m.x, m.y, camel(m.direction)) for m in legal} == socha_moves(theirs)
+        move: Move = rng.choice(legal)
+        ours = ours.apply(move)
+        theirs = theirs.perform_move(
+            socha.Move(
+                socha.Coordinate(move.x, move.y), getattr(socha.Direction, camel(move.direction))
+            )
+        )
+        assert [[_FIELD_NAMES[f] for f in row] for row in ours.rows()] == socha_rows(theirs)
+        assert ours.turn == theirs.turn
