@@ -1,0 +1,65 @@
+"""Logging: structlog to stderr, readable console lines or JSON lines."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TextIO
+
+import structlog
+
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+}
+
+
+def configure_logging(
+    fmt: str, level: str, *, stream: TextIO | None = None, cache: bool = True
+) -> None:
+    """Log events at `level` and above to `stream` (stderr): `fmt` "console" gives readable
+    lines, coloured only on a terminal; "json" gives one JSON object per line. `cache=False`
+    lets tests reconfigure loggers that were already used."""
+    if fmt not in ("console", "json"):
+        raise ValueError(f"unknown log format {fmt!r}")
+    numeric_level = _LEVELS.get(level.lower())
+    if numeric_level is None:
+        raise ValueError(f"unknown log level {level!r}")
+    output = stream if stream is not None else sys.stderr
+
+    shared: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=fmt == "json"),
+    ]
+    renderer: structlog.typing.Processor
+    if fmt == "json":
+        shared += [structlog.processors.dict_tracebacks]
+        renderer = structlog.processors.JSONRenderer(ensure_ascii=False)
+    else:
+        shared += [structlog.dev.set_exc_info]
+        renderer = structlog.dev.ConsoleRenderer(colors=_is_terminal(output))
+
+    structlog.configure(
+        processors=[*shared, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
+        logger_factory=structlog.PrintLoggerFactory(file=output),
+        cache_logger_on_first_use=cache,
+    )
+    # Libraries (trio, asyncio, ...) log through the standard library: same stream and level.
+    logging.basicConfig(
+        level=numeric_level,
+        stream=output,
+        format="%(asctime)s [%(levelname)-8s] %(name)s: %(message)s",
+        force=True,
+    )
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,113 @@
+"""The command line entry point and logging set-up."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import structlog
+
+from server.cli import main
+from server.logs import configure_logging
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    handlers, level = logging.root.handlers[:], logging.root.level
+    yield
+    structlog.reset_defaults()
+    logging.root.handlers[:] = handlers
+    logging.root.setLevel(level)
+
+
+def test_config_error_exits_2_with_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "server.properties").write_text("password=x\nport=abc\n", encoding="utf-8")
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert "server.properties:2" in err
+    assert "'abc'" in err
+    assert "Traceback" not in err
+
+
+def test_bad_flag_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["--port", "70000"]) == 2
+    assert "--port" in capsys.readouterr().err
+
+
+def test_help_exits_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["--help"]) == 0
+    assert "piranhas-server" in capsys.readouterr().out
+
+
+def test_python_dash_m_server_reports_config_error(tmp_path: Path) -> None:
+    process = subprocess.run(
+        [sys.executable, "-m", "server", "--paused", "maybe"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert process.returncode == 2
+    assert "--paused" in process.stderr and "'maybe'" in process.stderr
+    assert "Traceback" not in process.stderr
+
+
+def test_json_logs_are_one_object_per_line() -> None:
+    stream = io.StringIO()
+    configure_logging("json", "info", stream=stream, cache=False)
+    log = structlog.get_logger("t")
+    log.debug("hidden")
+    log.info("game over", room="r1")
+    log.warning("slow", ms=12)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(line["event"], line["level"]) for line in lines] == [
+        ("game over", "info"),
+        ("slow", "warning"),
+    ]
+    assert lines[0]["room"] == "r1"
+    assert "timestamp" in lines[0]
+
+
+def test_console_logs_are_plain_text_without_colours_when_not_a_tty() -> None:
+    stream = io.StringIO()
+    configure_logging("console", "warning", stream=stream, cache=False)
+    log = structlog.get_logger("t")
+    log.info("hidden")
+    log.error("boom", port=13050)
+    text = stream.getvalue()
+    assert "hidden" not in text
+    assert "boom" in text and "port=13050" in text
+    assert "\x1b[" not in text
+
+
+def test_json_logs_render_exceptions() -> None:
+    stream = io.StringIO()
+    configure_logging("json", "debug", stream=stream, cache=False)
+    try:
+        raise RuntimeError("kaputt")
+    except RuntimeError:
+        structlog.get_logger("t").exception("failed")
+    line = json.loads(stream.getvalue())
+    assert "kaputt" in json.dumps(line["exception"])
+
+
+def test_unknown_format_or_level_is_rejected() -> None:
+    with pytest.raises(ValueError, match="format"):
+        configure_logging("xml", "info")
+    with pytest.raises(ValueError, match="level"):
+        configure_logging("json", "loud")
