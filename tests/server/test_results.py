@@ -92,3 +92,42 @@ async def test_concurrent_appends_do_not_interleave(tmp_path: Path) -> None:
             for index in range(20):
                 nursery.start_soon(results.append_async, {"n": index, "pad": "x" * 5000})
     assert sorted(line["n"] for line in read_lines(path)) == list(range(20))
+
+
+def test_game_record_describes_players_scores_and_winner() -> None:
+    from datetime import UTC, datetime
+
+    from engine import (
+        GameState,
+        PlayerEntry,
+        Team,
+        Violation,
+        ViolationKind,
+        game_result,
+    )
+    from server.results import game_record
+
+    state = GameState.initial(seed=3)
+    players = [
+        PlayerEntry(Team.ONE, "alpha", Violation(ViolationKind.LEFT, "LOST_CONNECTION")),
+        PlayerEntry(Team.TWO, "beta"),
+    ]
+    result = game_result(state, players)
+    finished = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    record = game_record("room-9", result, finished=finished, turn=state.turn)
+    assert record["room"] == "room-9"
+    assert record["finished"] == "2026-01-02T03:04:05+00:00"
+    assert record["winner"] == "TWO"
+    assert record["regular"] is False
+    assert record["reason"] == result.reason
+    assert record["turn"] == 0
+    players_out = record["players"]
+    assert isinstance(players_out, list)
+    assert [(p["name"], p["team"], p["score"]) for p in players_out] == [
+        ("alpha", "ONE", 0),
+        ("beta", "TWO", 2),
+    ]
+    assert players_out[0]["violation"] == "LEFT"
+    assert players_out[0]["violationDetail"] == "LOST_CONNECTION"
+    assert "violation" not in players_out[1]
+    assert players_out[1]["swarm"] == result.scores[1][1][1]
