@@ -1,0 +1,546 @@
+"""Parsed elements → typed events/messages, with XStream's reading rules (§1.2).
+
+Unknown attributes are ignored; unknown child elements, unknown classes and bad values
+are the peer's fault (RemoteProtocolError naming the packet, element and value). Missing
+attributes read as the JVM default (null, false, 0), as XStream never runs constructors.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from lxml import etree
+
+from engine.types import Direction, FieldState, Move, Team
+from protocol._xml import Node
+from protocol.errors import RemoteProtocolError
+from protocol.events import (
+    RESPONSE_CLASSES,
+    Authenticate,
+    CancelRequest,
+    ClientPacket,
+    CloseRequest,
+    Join,
+    JoinPrepared,
+    JoinRoom,
+    MovePacket,
+    Observe,
+    PauseRequest,
+    Prepare,
+    ResponsePacket,
+    RoomDataPacket,
+    SlotDescriptor,
+    StepRequest,
+)
+from protocol.limits import ProtocolLimits
+from protocol.messages import (
+    CloseConnection,
+    ErrorPacket,
+    Joined,
+    JoinedGameRoom,
+    Left,
+    Memento,
+    MoveRequest,
+    Observed,
+    Paused,
+    Prepared,
+    ResultMessage,
+    RoomError,
+    ServerMessage,
+    WelcomeMessage,
+)
+
+if TYPE_CHECKING:
+    from engine import GameResult, GameState, PlayerEntry
+
+Element = etree._Element
+
+# `class=` values of room data: XStream aliases, plus the fully qualified Java class names
+# XStream also resolves.
+_MOVE_CLASSES = frozenset({"move", "sc.plugin2026.Move"})
+_ROOM_DATA_CLASSES: dict[str, str] = {
+    "moveRequest": "moveRequest",
+    "sc.protocol.room.MoveRequest": "moveRequest",
+    "welcomeMessage": "welcomeMessage",
+    "sc.protocol.room.WelcomeMessage": "welcomeMessage",
+    "memento": "memento",
+    "sc.protocol.room.MementoMessage": "memento",
+    "paused": "paused",
+    "sc.protocol.room.GamePaused": "paused",
+    "error": "error",
+    "sc.protocol.room.ErrorMessage": "error",
+    "result": "result",
+    "sc.shared.GameResult": "result",
+}
+# Well-formed elements the official server knows but that are no packets: reading one at
+# top level is "Received object of unknown class" (PROTOCOL_ERROR).
+_NOT_PACKETS = frozenset(
+    {
+        "move",
+        "state",
+        "board",
+        "field",
+        "slotDescriptor",
+        "direction",
+        "coordinates",
+        "result",
+        "memento",
+        "moveRequest",
+        "welcomeMessage",
+        "paused",
+        "error",
+        "team",
+        "score",
+        "scoreDefinition",
+        "fragment",
+        "violation",
+    }
+)
+_TIE_REASON = "Beide Spieler sind gleichauf"
+
+_JAVA_INT = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|#[0-9a-fA-F]+|0[0-7]+|[0-9]+)\Z")
+
+
+def _fail(where: str, what: str) -> RemoteProtocolError:
+    return RemoteProtocolError(f"{where}: {what}")
+
+
+def java_int(text: str, where: str) -> int:
+    """An int as XStream reads it: Long.decode (decimal, 0x/# hex, leading-0 octal), then
+    narrowed to 32 bits, so 0xFFFFFFFF reads as -1 and larger values are an error."""
+    match = _JAVA_INT.match(text)
+    if match is None:
+        raise _fail(where, f"{text!r} is not an integer")
+    sign, digits = match.groups()
+    if digits[0] == "#":
+        value = int(digits[1:], 16)
+    elif digits[:2] in ("0x", "0X"):
+        value = int(digits[2:], 16)
+    elif len(digits) > 1 and digits[0] == "0":
+        value = int(digits[1:], 8)
+    else:
+        value = int(digits)
+    if sign == "-":
+        value = -value
+    if not -(2**31) <= value <= 0xFFFFFFFF:
+        raise _fail(where, f"{text!r} is out of the int range")
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def java_bool(text: str | None) -> bool:
+    # XStream's BooleanConverter: "true" in any case is true, everything else false.
+    return text is not None and text.lower() == "true"
+
+
+class _Reader:
+    """Element access with the attribute-size limit and error messages naming the packet."""
+
+    __slots__ = ("_max_attribute",)
+
+    def __init__(self, limits: ProtocolLimits) -> None:
+        self._max_attribute = limits.max_attribute_bytes
+
+    def attr(self, element: Element, name: str, packet: str) -> str | None:
+        value = element.get(name)
+        if value is not None and len(value) > self._max_attribute:
+            raise _fail(
+                packet,
+                f"attribute {name} of <{element.tag}> exceeds {self._max_attribute} characters",
+            )
+        return value
+
+    def required_attr(self, element: Element, name: str, packet: str) -> str:
+        value = self.attr(element, name, packet)
+        if value is None:
+            raise _fail(packet, f"<{element.tag}> lacks the attribute {name}")
+        return value
+
+
+def _children(element: Element) -> Iterator[Element]:
+    for child in element:
+        if isinstance(child.tag, str):
+            yield child
+
+
+def _no_children(element: Element, packet: str) -> None:
+    for child in _children(element):
+        raise _fail(packet, f"unexpected element <{child.tag}> in <{element.tag}>")
+
+
+def _only_child(element: Element, tag: str, packet: str) -> Element | None:
+    found: Element | None = None
+    for child in _children(element):
+        if child.tag != tag:
+            raise _fail(packet, f"unexpected element <{child.tag}> in <{element.tag}>")
+        if found is not None:
+            raise _fail(packet, f"<{tag}> given twice in <{element.tag}>")
+        found = child
+    return found
+
+
+def element_node(element: Element) -> Node:
+    """An element as a Node (for echoing packets we do not model field by field)."""
+    attrs = tuple((str(name), str(value)) for name, value in element.attrib.items())
+    children = tuple(element_node(child) for child in _children(element))
+    if children:
+        return (str(element.tag), attrs, children)
+    text = element.text
+    return (str(element.tag), attrs, text if text else None)
+
+
+# --- moves -----------------------------------------------------------------------------
+
+
+def decode_move(data: Element, packet: str, reader: _Reader) -> Move:
+    """The body of `<data class="move">` / `<lastMove>` / `<originalMessage>`."""
+    source: Element | None = None
+    direction: Element | None = None
+    for child in _children(data):
+        if child.tag == "from" and source is None:
+            source = child
+        elif child.tag == "direction" and direction is None:
+            direction = child
+        else:
+            raise _fail(packet, f"unexpected element <{child.tag}> in <{data.tag}>")
+    if source is None:
+        raise _fail(packet, f"<{data.tag}> lacks <from>")
+    if direction is None:
+        raise _fail(packet, f"<{data.tag}> lacks <direction>")
+    _no_children(source, packet)
+    _no_children(direction, packet)
+    # A missing coordinate is the JVM default 0, exactly as the official server reads it.
+    x_text = reader.attr(source, "x", packet)
+    y_text = reader.attr(source, "y", packet)
+    x = java_int(x_text, f"{packet}: <from x>") if x_text is not None else 0
+    y = java_int(y_text, f"{packet}: <from y>") if y_text is not None else 0
+    name = direction.text or ""
+    try:
+        heading = Direction[name]
+    except KeyError:
+        raise _fail(packet, f"unknown direction {name!r}") from None
+    return Move(x, y, heading)
+
+
+# --- client → server -------------------------------------------------------------------
+
+
+def _room_data_text(data_class: str, data: Element) -> str:
+    """Kotlin toString of room data the server does not expect from a client."""
+    if data_class == "moveRequest":
+        # MoveRequest has no toString: Object.toString with an identity hash that
+        # differs per JVM run; any stable hex stands in for it.
+        return f"sc.protocol.room.MoveRequest@{zlib.crc32(b'MoveRequest'):x}"
+    if data_class == "welcomeMessage":
+        return f"WelcomeMessage(color={data.get('color')})"
+    if data_class == "paused":
+        return f"GamePaused(paused={'true' if java_bool(data.get('paused')) else 'false'})"
+    if data_class == "error":
+        return f"ErrorMessage(originalMessage=..., message={data.get('message')})"
+    if data_class == "memento":
+        return "MementoMessage(state=GameState(...), perspective=null)"
+    return "GameResult(...)"
+
+
+class ClientDecoder:
+    """Decodes the client packets of §2."""
+
+    def __init__(self, limits: ProtocolLimits) -> None:
+        self._reader = _Reader(limits)
+        self._by_tag: dict[str, Callable[[Element, str], ClientPacket]] = {
+            "join": self._join,
+            "joinPrepared": self._join_prepared,
+            "joinRoom": self._join_room,
+            "authenticate": self._authenticate,
+            "prepare": self._prepare,
+            "observe": self._observe,
+            "pause": self._pause,
+            "step": self._step,
+            "cancel": self._cancel,
+            "room": self._room,
+            "close": self._close,
+        }
+
+    def decode(self, element: Element, tag: str | None = None) -> ClientPacket:
+        """`tag` overrides the element name (an `<originalRequest class="…">`)."""
+        name = str(element.tag) if tag is None else tag
+        handler = self._by_tag.get(name)
+        if handler is not None:
+            return handler(element, f"<{name}>")
+        java_class = RESPONSE_CLASSES.get(name)
+        if java_class is not None:
+            return self._response(element, name, java_class)
+        if name in _NOT_PACKETS or name in _MOVE_CLASSES or name in _ROOM_DATA_CLASSES:
+            raise RemoteProtocolError(f"<{name}> is not a packet")
+        raise RemoteProtocolError(f"unknown packet <{name}>")
+
+    def _attr(self, element: Element, name: str, packet: str) -> str | None:
+        return self._reader.attr(element, name, packet)
+
+    def _join(self, element: Element, packet: str) -> ClientPacket:
+        _no_children(element, packet)
+        return Join(self._attr(element, "gameType", packet))
+
+    def _join_prepared(self, element: Element, packet: str) -> ClientPacket:
+        _no_children(element, packet)
+        return JoinPrepared(self._attr(element, "reservationCode", packet))
+
+    def _join_room(self, element: Element, packet: str) -> ClientPacket:
+        _no_children(element, packet)
+        return JoinRoom(self._attr(element, "roomId", packet))
+
+    def _authenticate(self, element: Element, packet: str) -> ClientPacket:
+        _no_children(element, packet)
+        return Authenticate(self._attr(element, "password", packet))
+
+    def _prepare(self, element: Element, packet: str) -> ClientPacket:
+        slots: list[SlotDescriptor] = []
+        for child in _children(element):
+            if child.tag != "slot":
+                raise _fail(packet, f"unexpected element <{child.tag}> in <prepare>")
+            _no_children(child, packet)
+            slots.append(
+                SlotDescriptor(
+                    display_name=self._attr(child, "displayName", packet) or "",
+                    can_timeout=java_bool(self._attr(child, "canTimeout", packet)),
+                    reserved=java_bool(self._attr(child, "reserved", packet)),
+                )
+            )
+        return Prepare(
+            game_type=self._attr(element, "gameType", packet),
+            pause=java_bool(self._attr(element, "pause", packet)),
+            slots=tuple(slots),
+        )
+
+    def _observe(self, element: Element, packet: str) -> ClientPacket:
+        _no_children(element, packet)
+        return Observe(self._attr(element, "roomId", packet))
+
+    def _pause(self, element: Element, packet: str) -> ClientPacket:
+        _no_children(element, packet)
+        return PauseRequest(
+            self._attr(element, "roomId", packet), java_bool(self._attr(element, "pause", packet))
+        )
+
+    def _step(self, element: Element, packet: str) -> ClientPacket:
+        _no_children(element, packet)
+        return StepRequest(
+            self._attr(element, "roomId", packet), java_bool(self._attr(element, "forced", packet))
+        )
+
+    def _cancel(self, element: Element, packet: str) -> ClientPacket:
+        _no_children(element, packet)
+        return CancelRequest(self._attr(element, "roomId", packet))
+
+    def _close(self, element: Element, packet: str) -> ClientPacket:
+        _no_children(element, packet)
+        return CloseRequest()
+
+    def _room(self, element: Element, packet: str) -> ClientPacket:
+        room_id = self._reader.required_attr(element, "roomId", packet)
+        data = _only_child(element, "data", packet)
+        if data is None:
+            # RoomPacket with data = null: officially "Received non-move packet".
+            return RoomDataPacket(room_id, "", "null", None)
+        data_class = self._attr(data, "class", packet)
+        if data_class is None:
+            raise _fail(packet, "<data> lacks the class attribute")
+        if data_class in _MOVE_CLASSES:
+            return MovePacket(room_id, decode_move(data, packet, self._reader))
+        alias = _ROOM_DATA_CLASSES.get(data_class)
+        if alias is None:
+            raise _fail(packet, f"unknown data class {data_class!r}")
+        if alias in ("moveRequest", "welcomeMessage", "paused"):
+            _no_children(data, packet)
+        return RoomDataPacket(room_id, alias, _room_data_text(alias, data), element_node(data))
+
+    def _response(self, element: Element, name: str, java_class: str) -> ClientPacket:
+        packet = f"<{name}>"
+        allowed = {"prepared": "reservation", "errorpacket": "originalRequest"}.get(name)
+        for child in _children(element):
+            if child.tag != allowed:
+                raise _fail(packet, f"unexpected element <{child.tag}> in <{name}>")
+        return ResponsePacket(name, java_class, element_node(element))
+
+
+# --- server → client -------------------------------------------------------------------
+
+
+def _team(text: str | None, where: str) -> Team:
+    try:
+        return Team[text or ""]
+    except KeyError:
+        raise _fail(where, f"unknown team {text!r}") from None
+
+
+class ServerDecoder:
+    """Decodes the server messages of §3 (for ClientConnection and replays)."""
+
+    def __init__(self, limits: ProtocolLimits) -> None:
+        self._reader = _Reader(limits)
+        self._client = ClientDecoder(limits)
+
+    def decode(self, element: Element) -> ServerMessage:
+        tag = str(element.tag)
+        packet = f"<{tag}>"
+        reader = self._reader
+        if tag == "room":
+            return self._room(element)
+        if tag in ("joined", "observed", "left"):
+            _no_children(element, packet)
+            room_id = reader.required_attr(element, "roomId", packet)
+            if tag == "joined":
+                return Joined(room_id)
+            return Observed(room_id) if tag == "observed" else Left(room_id)
+        if tag == "joinedGameRoom":
+            _no_children(element, packet)
+            count = reader.required_attr(element, "playerCount", packet)
+            return JoinedGameRoom(
+                reader.required_attr(element, "roomId", packet),
+                java_int(count, f"{packet}: playerCount"),
+            )
+        if tag == "prepared":
+            codes: list[str] = []
+            for child in _children(element):
+                if child.tag != "reservation":
+                    raise _fail(packet, f"unexpected element <{child.tag}> in <prepared>")
+                codes.append(child.text or "")
+            return Prepared(reader.required_attr(element, "roomId", packet), tuple(codes))
+        if tag == "close":
+            _no_children(element, packet)
+            return CloseConnection()
+        if tag == "errorpacket":
+            original = _only_child(element, "originalRequest", packet)
+            request: ClientPacket | None = None
+            if original is not None:
+                alias = reader.required_attr(original, "class", packet)
+                request = self._client.decode(original, alias)
+            return ErrorPacket(reader.attr(element, "message", packet) or "", request)
+        raise RemoteProtocolError(f"unknown message <{tag}>")
+
+    def _room(self, element: Element) -> ServerMessage:
+        packet = "<room>"
+        reader = self._reader
+        room_id = reader.required_attr(element, "roomId", packet)
+        data = _only_child(element, "data", packet)
+        if data is None:
+            raise _fail(packet, "<room> lacks <data>")
+        data_class = reader.required_attr(data, "class", packet)
+        packet = f"<room> ({data_class})"
+        if data_class == "memento":
+            state = _only_child(data, "state", packet)
+            if state is None:
+                raise _fail(packet, "<data> lacks <state>")
+            return Memento(room_id, self.decode_state(state, packet))
+        if data_class == "moveRequest":
+            _no_children(data, packet)
+            return MoveRequest(room_id)
+        if data_class == "welcomeMessage":
+            _no_children(data, packet)
+            return WelcomeMessage(room_id, _team(data.get("color"), packet))
+        if data_class == "paused":
+            _no_children(data, packet)
+            return Paused(room_id, java_bool(data.get("paused")))
+        if data_class == "result":
+            return ResultMessage(room_id, self.decode_result(data, packet))
+        if data_class == "error":
+            original = _only_child(data, "originalMessage", packet)
+            if original is None:
+                raise _fail(packet, "<data> lacks <originalMessage>")
+            message = reader.attr(data, "message", packet) or ""
+            return RoomError(room_id, message, decode_move(original, packet, reader))
+        raise _fail(packet, f"unknown data class {data_class!r}")
+
+    def decode_state(self, state: Element, packet: str) -> GameState:
+        import engine
+
+        reader = self._reader
+        turn_text = reader.required_attr(state, "turn", packet)
+        turn = java_int(turn_text, f"{packet}: turn")
+        union_text = reader.attr(state, "firstUnion", packet)
+        first_union = _team(union_text, packet) if union_text is not None else None
+        last_move: Move | None = None
+        rows: list[list[FieldState]] | None = None
+        for child in _children(state):
+            if child.tag == "lastMove" and last_move is None:
+                last_move = decode_move(child, packet, reader)
+            elif child.tag == "board" and rows is None:
+                rows = self._board(child, packet)
+            else:
+                raise _fail(packet, f"unexpected element <{child.tag}> in <state>")
+        if rows is None:
+            raise _fail(packet, "<state> lacks <board>")
+        return engine.GameState.from_rows(rows, turn, first_union, last_move)
+
+    def _board(self, board: Element, packet: str) -> list[list[FieldState]]:
+        rows: list[list[FieldState]] = []
+        for row in _children(board):
+            if row.tag != "row":
+                raise _fail(packet, f"unexpected element <{row.tag}> in <board>")
+            cells: list[FieldState] = []
+            for cell in _children(row):
+                if cell.tag != "field":
+                    raise _fail(packet, f"unexpected element <{cell.tag}> in <row>")
+                try:
+                    cells.append(FieldState[cell.text or ""])
+                except KeyError:
+                    raise _fail(packet, f"unknown field {cell.text!r}") from None
+            rows.append(cells)
+        return rows
+
+    def decode_result(self, data: Element, packet: str) -> GameResult:
+        import engine
+
+        reader = self._reader
+        scores: list[tuple[PlayerEntry, tuple[int, int]]] = []
+        winner_element: Element | None = None
+        seen: set[str] = set()
+        for child in _children(data):
+            tag = str(child.tag)
+            if tag not in ("definition", "scores", "winner") or tag in seen:
+                raise _fail(packet, f"unexpected element <{tag}> in <data>")
+            seen.add(tag)
+            if tag == "scores":
+                scores = [self._entry(entry, packet) for entry in _children(child)]
+            elif tag == "winner":
+                winner_element = child
+        if "scores" not in seen:
+            raise _fail(packet, "<data> lacks <scores>")
+        if winner_element is None:
+            # The official reader's default when <winner> is absent.
+            return engine.GameResult(scores, None, True, _TIE_REASON)
+        team_text = reader.attr(winner_element, "team", packet)
+        winner = _team(team_text, packet) if team_text is not None else None
+        regular = reader.attr(winner_element, "regular", packet) == "true"
+        reason = reader.attr(winner_element, "reason", packet) or ""
+        return engine.GameResult(scores, winner, regular, reason)
+
+    def _entry(self, entry: Element, packet: str) -> tuple[PlayerEntry, tuple[int, int]]:
+        import engine
+
+        if entry.tag != "entry":
+            raise _fail(packet, f"unexpected element <{entry.tag}> in <scores>")
+        player = _only_child_of(entry, "player", packet)
+        score = _only_child_of(entry, "score", packet)
+        parts: list[int] = []
+        for part in _children(score):
+            if part.tag != "part":
+                raise _fail(packet, f"unexpected element <{part.tag}> in <score>")
+            parts.append(java_int(part.text or "", f"{packet}: <part>"))
+        if len(parts) != 2:
+            raise _fail(packet, f"<score> has {len(parts)} parts, Piranhas has 2")
+        name = self._reader.attr(player, "name", packet) or ""
+        team = _team(player.get("team"), packet)
+        return engine.PlayerEntry(team, name), (parts[0], parts[1])
+
+
+def _only_child_of(element: Element, tag: str, packet: str) -> Element:
+    found = [child for child in _children(element) if child.tag == tag]
+    others = [child for child in _children(element) if child.tag not in ("player", "score")]
+    if others:
+        raise _fail(packet, f"unexpected element <{others[0].tag}> in <{element.tag}>")
+    if len(found) != 1:
+        raise _fail(packet, f"<{element.tag}> needs exactly one <{tag}>")
+    return found[0]

@@ -1,0 +1,207 @@
+"""Incremental reading of one endless XML document: bytes in, completed packets out.
+
+The prolog (BOM, XML declaration, comments, PIs up to the root start tag) is checked here,
+byte by byte, so that a DOCTYPE is refused before libxml2 ever sees it: without a DTD no
+entity can be declared, so only the five predefined entities and character references
+exist (no XXE, no expansion bombs). Everything from the prolog on goes through lxml's pull
+parser; each depth-1 element is handed out as soon as its end tag is parsed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Final
+
+from lxml import etree
+
+from protocol.errors import RemoteProtocolError
+from protocol.limits import ProtocolLimits
+
+_BOM: Final = b"\xef\xbb\xbf"
+_WHITESPACE: Final = b" \t\r\n"
+# Feeding in bounded slices lets the size limit trip after at most one slice of a
+# runaway packet, whatever size the caller's chunks have.
+_MAX_SLICE: Final = 16384
+
+
+class EndOfDocument:
+    """Marker in the packet queue: the peer closed its root element."""
+
+    __slots__ = ()
+
+
+END_OF_DOCUMENT: Final = EndOfDocument()
+
+
+def _prolog_end(buffer: bytes) -> int | None:
+    """Offset of the root start tag, or None while more bytes are needed.
+
+    Raises RemoteProtocolError for a DOCTYPE (or any other declaration) and for bytes
+    that cannot start an XML document."""
+    size = len(buffer)
+    pos = 0
+    if buffer[:3] == _BOM:
+        pos = 3
+    elif _BOM.startswith(buffer[:3]) and size < 3:
+        return None
+    while True:
+        while pos < size and buffer[pos] in _WHITESPACE:
+            pos += 1
+        if pos >= size:
+            return None
+        if buffer[pos] != 0x3C:  # '<'
+            raise RemoteProtocolError(
+                f"broken XML: expected the root start tag, got {buffer[pos : pos + 20]!r}"
+            )
+        if size - pos < 2:
+            return None
+        marker = buffer[pos + 1]
+        if marker == 0x3F:  # '<?': XML declaration or processing instruction
+            end = buffer.find(b"?>", pos + 2)
+            if end < 0:
+                return None
+            pos = end + 2
+        elif marker == 0x21:  # '<!'
+            if size - pos < 4 and b"<!--".startswith(buffer[pos:]):
+                return None
+            if buffer[pos : pos + 4] != b"<!--":
+                raise RemoteProtocolError(
+                    "DOCTYPE and other markup declarations are refused "
+                    f"(got {buffer[pos : pos + 20]!r})"
+                )
+            end = buffer.find(b"-->", pos + 4)
+            if end < 0:
+                return None
+            pos = end + 3
+        else:
+            return pos
+
+
+class PacketReader:
+    """Turns a byte stream into completed depth-1 elements, in order.
+
+    `feed` only queues bytes; `next_packet` parses as far as needed and raises
+    RemoteProtocolError for broken XML or an exceeded limit. After an error every further
+    call raises the same error."""
+
+    def __init__(self, limits: ProtocolLimits) -> None:
+        self._limits = limits
+        self._slice = max(1, min(_MAX_SLICE, limits.max_packet_bytes))
+        self._incoming: deque[bytes] = deque()
+        self._prolog = b""
+        self._parser: etree.XMLPullParser | None = None
+        self._depth = 0
+        self._root: etree._Element | None = None
+        self._pending_bytes = 0  # fed since the last completed packet
+        self._packets: deque[etree._Element | EndOfDocument] = deque()
+        self._document_ended = False
+        self._eof = False
+        self._error: RemoteProtocolError | None = None
+
+    @property
+    def document_ended(self) -> bool:
+        return self._document_ended
+
+    @property
+    def eof(self) -> bool:
+        return self._eof
+
+    def feed(self, data: bytes) -> None:
+        if not data:
+            self._eof = True
+        elif not self._document_ended:
+            # After the peer's end of document nothing it sends can mean anything.
+            self._incoming.append(bytes(data))
+
+    def fail(self, error: RemoteProtocolError) -> RemoteProtocolError:
+        """Record `error` as the reader's final state and return it for raising."""
+        if self._error is None:
+            self._error = error
+        return self._error
+
+    def next_packet(self) -> etree._Element | EndOfDocument | None:
+        """The next completed packet, END_OF_DOCUMENT, or None when more bytes are needed."""
+        while True:
+            if self._packets:
+                return self._packets.popleft()
+            if self._error is not None:
+                raise self._error
+            if not self._incoming:
+                return None
+            chunk = self._incoming.popleft()
+            if len(chunk) > self._slice:
+                self._incoming.appendleft(chunk[self._slice :])
+                chunk = chunk[: self._slice]
+            try:
+                self._consume(chunk)
+            except RemoteProtocolError as error:
+                # Packets completed before the error still count, as they do officially:
+                # they stay queued ahead of it.
+                self.fail(error)
+
+    def _consume(self, chunk: bytes) -> None:
+        if self._parser is None:
+            chunk = self._prolog + chunk
+            start = _prolog_end(chunk)
+            if start is None:
+                if len(chunk) > self._limits.max_packet_bytes:
+                    raise RemoteProtocolError(
+                        f"no root start tag within {self._limits.max_packet_bytes} bytes"
+                    )
+                self._prolog = chunk
+                return
+            self._prolog = b""
+            self._parser = etree.XMLPullParser(
+                events=("start", "end"),
+                # Safe only because the prolog check refuses every DOCTYPE: no entity
+                # can be declared, and an undefined one must be an error rather than
+                # libxml2 silently stalling the stream (which it does with False).
+                resolve_entities=True,
+                load_dtd=False,
+                no_network=True,
+                huge_tree=False,
+                remove_comments=True,
+                remove_pis=True,
+            )
+        self._pending_bytes += len(chunk)
+        parser = self._parser
+        try:
+            parser.feed(chunk)
+        except etree.XMLSyntaxError as error:
+            self._collect(parser)
+            raise RemoteProtocolError(f"broken XML: {error}") from None
+        self._collect(parser)
+        if self._pending_bytes > self._limits.max_packet_bytes and not self._document_ended:
+            raise RemoteProtocolError(
+                f"packet exceeds {self._limits.max_packet_bytes} bytes without being completed"
+            )
+
+    def _collect(self, parser: etree.XMLPullParser) -> None:
+        max_depth = self._limits.max_depth
+        for event, item in parser.read_events():
+            # Only start/end events are requested: the item is always an element.
+            element: etree._Element = item  # type: ignore[assignment]
+            if event == "start":
+                self._depth += 1
+                if self._depth == 1:
+                    self._root = element
+                if self._depth > max_depth + 1:  # +1: the root is depth 0
+                    raise RemoteProtocolError(
+                        f"<{element.tag}> nested deeper than {max_depth} levels"
+                    )
+                continue
+            self._depth -= 1
+            if self._depth == 1:
+                root = self._root
+                if root is not None:
+                    # Detach the packet and drop the whitespace collected between
+                    # packets: an endless stream must not grow the root.
+                    root.remove(element)
+                    root.text = None
+                self._packets.append(element)
+                self._pending_bytes = 0
+            elif self._depth == 0:
+                self._packets.append(END_OF_DOCUMENT)
+                self._document_ended = True
+                self._incoming.clear()
+                self._pending_bytes = 0

@@ -1,0 +1,138 @@
+"""One connection object per side, sans-IO (like h11): bytes in → events out, messages in →
+bytes out. Nothing here touches sockets or clocks."""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+from protocol._decode import ClientDecoder, ServerDecoder
+from protocol._reader import EndOfDocument, PacketReader
+from protocol._xml import render_standalone
+from protocol.errors import LocalProtocolError, RemoteProtocolError
+from protocol.events import ClientPacket, StreamEnd
+from protocol.limits import ProtocolLimits
+from protocol.messages import ServerMessage
+
+
+class NeedData(enum.Enum):
+    """Sentinel type: `next_event` needs more bytes before it can return an event."""
+
+    NEED_DATA = "NEED_DATA"
+
+
+NEED_DATA: Final = NeedData.NEED_DATA
+
+
+class _Writer:
+    """The sending half: one never-finished document, official layout (§1.2): the root
+    start tag goes out with the first packet, every packet is preceded by "\\n  ", and
+    nothing trails it."""
+
+    def __init__(self) -> None:
+        self._started = False
+        self._closed = False
+
+    def packet(self, xml_at_depth_1: str) -> bytes:
+        if self._closed:
+            raise LocalProtocolError("cannot send after the stream was closed")
+        prefix = "\n" if self._started else "<protocol>\n"
+        self._started = True
+        return (prefix + xml_at_depth_1).encode()
+
+    def close(self) -> bytes:
+        if self._closed:
+            raise LocalProtocolError("the stream is already closed")
+        self._closed = True
+        return b"\n</protocol>" if self._started else b"<protocol/>"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+class ServerConnection:
+    """The server's side of one client connection."""
+
+    def __init__(self, limits: ProtocolLimits | None = None) -> None:
+        self.limits = limits or ProtocolLimits()
+        self._reader = PacketReader(self.limits)
+        self._decoder = ClientDecoder(self.limits)
+        self._writer = _Writer()
+
+    def receive_data(self, data: bytes) -> None:
+        """Queue bytes from the peer; b"" means EOF. Parsing happens in next_event."""
+        if self._reader.eof:
+            raise LocalProtocolError("receive_data after EOF")
+        self._reader.feed(data)
+
+    def next_event(self) -> ClientPacket | NeedData:
+        """The next client packet, StreamEnd for `</protocol>`, or NEED_DATA.
+
+        Raises RemoteProtocolError for anything the client got wrong, and (with
+        `eof=True`) when its stream ended; after that every call raises again."""
+        reader = self._reader
+        try:
+            element = reader.next_packet()
+            if element is None:
+                if reader.eof:
+                    raise reader.fail(_eof_error(reader.document_ended))
+                return NEED_DATA
+            if isinstance(element, EndOfDocument):
+                return StreamEnd()
+            return self._decoder.decode(element)
+        except RemoteProtocolError as error:
+            raise reader.fail(error) from None
+
+    def send(self, message: ServerMessage) -> bytes:
+        """The bytes to write for `message`."""
+        return self._writer.packet(message.to_xml(1))
+
+    def close(self) -> bytes:
+        """The bytes that end our document: "\\n</protocol>", or "<protocol/>" if nothing
+        was ever sent."""
+        return self._writer.close()
+
+
+class ClientConnection:
+    """The client's side: for tests, benchmarks and bots."""
+
+    def __init__(self, limits: ProtocolLimits | None = None) -> None:
+        self.limits = limits or ProtocolLimits()
+        self._reader = PacketReader(self.limits)
+        self._decoder = ServerDecoder(self.limits)
+        self._writer = _Writer()
+
+    def send(self, packet: ClientPacket) -> bytes:
+        """The bytes to write for `packet`; the first call also opens the document.
+        Sending StreamEnd closes it."""
+        if isinstance(packet, StreamEnd):
+            return self._writer.close()
+        return self._writer.packet(render_standalone(packet.node(), 1))
+
+    def receive_data(self, data: bytes) -> None:
+        if self._reader.eof:
+            raise LocalProtocolError("receive_data after EOF")
+        self._reader.feed(data)
+
+    def next_event(self) -> ServerMessage | NeedData:
+        """The next server message or NEED_DATA. The server's `</protocol>` and EOF both
+        raise RemoteProtocolError with `eof=True`: the server is gone."""
+        reader = self._reader
+        try:
+            element = reader.next_packet()
+            if element is None:
+                if reader.eof:
+                    raise reader.fail(_eof_error(reader.document_ended))
+                return NEED_DATA
+            if isinstance(element, EndOfDocument):
+                raise RemoteProtocolError("the server ended its stream", eof=True)
+            return self._decoder.decode(element)
+        except RemoteProtocolError as error:
+            raise reader.fail(error) from None
+
+
+def _eof_error(document_ended: bool) -> RemoteProtocolError:
+    if document_ended:
+        return RemoteProtocolError("connection closed after the end of the stream", eof=True)
+    return RemoteProtocolError("connection closed before the end of the stream", eof=True)

@@ -1,0 +1,308 @@
+"""Server → client messages (§3 of the spec) with their exact official serialisation.
+
+`to_xml(indent)` renders a message standalone at nesting level `indent` (two spaces per
+level; the first line is indented too): level 0 is the replay-file form, level 1 the form
+inside a `<protocol>` stream.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+
+from engine.types import FieldState, Move, Team
+from protocol._xml import INDENT, Node, escape_attr, render_standalone
+from protocol.errors import LocalProtocolError
+from protocol.events import ClientPacket, StreamEnd, kotlin_bool, move_children
+
+if TYPE_CHECKING:
+    from engine import GameResult, GameState
+
+# The Piranhas score definition (plugin2026 GamePlugin.scoreDefinition): name, aggregation.
+SCORE_FRAGMENTS: tuple[tuple[str, str], ...] = (("Siegpunkte", "SUM"), ("Schwarmgröße", "AVERAGE"))
+
+
+class _Message:
+    __slots__ = ()
+
+    def node(self) -> Node:
+        raise NotImplementedError
+
+    def to_xml(self, indent: int = 0) -> str:
+        return render_standalone(self.node(), indent)
+
+
+def _room(room_id: str, data: Node) -> Node:
+    return ("room", (("roomId", room_id),), (data,))
+
+
+@dataclass(frozen=True, slots=True)
+class Joined(_Message):
+    room_id: str
+
+    def node(self) -> Node:
+        return ("joined", (("roomId", self.room_id),), None)
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedGameRoom(_Message):
+    room_id: str
+    player_count: int
+
+    def node(self) -> Node:
+        attrs = (("roomId", self.room_id), ("playerCount", str(self.player_count)))
+        return ("joinedGameRoom", attrs, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared(_Message):
+    room_id: str
+    reservations: tuple[str, ...] = ()
+
+    def node(self) -> Node:
+        children = tuple(("reservation", (), code) for code in self.reservations)
+        return ("prepared", (("roomId", self.room_id),), children or None)
+
+
+@dataclass(frozen=True, slots=True)
+class Observed(_Message):
+    room_id: str
+
+    def node(self) -> Node:
+        return ("observed", (("roomId", self.room_id),), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Left(_Message):
+    room_id: str
+
+    def node(self) -> Node:
+        return ("left", (("roomId", self.room_id),), None)
+
+
+@dataclass(frozen=True, slots=True)
+class CloseConnection(_Message):
+    def node(self) -> Node:
+        return ("close", (), None)
+
+
+@dataclass(frozen=True, slots=True)
+class WelcomeMessage(_Message):
+    room_id: str
+    team: Team
+
+    def node(self) -> Node:
+        data: Node = ("data", (("class", "welcomeMessage"), ("color", self.team.name)), None)
+        return _room(self.room_id, data)
+
+
+@dataclass(frozen=True, slots=True)
+class MoveRequest(_Message):
+    room_id: str
+
+    def node(self) -> Node:
+        return _room(self.room_id, ("data", (("class", "moveRequest"),), None))
+
+
+@dataclass(frozen=True, slots=True)
+class Paused(_Message):
+    room_id: str
+    paused: bool
+
+    def node(self) -> Node:
+        attrs = (("class", "paused"), ("paused", kotlin_bool(self.paused)))
+        return _room(self.room_id, ("data", attrs, None))
+
+
+@dataclass(frozen=True, slots=True)
+class Memento(_Message):
+    room_id: str
+    state: GameState
+
+    def node(self) -> Node:
+        raise NotImplementedError("Memento is rendered by string building, see to_xml")
+
+    def to_xml(self, indent: int = 0) -> str:
+        return _memento_xml(self.room_id, self.state, indent)
+
+
+@dataclass(frozen=True, slots=True)
+class ResultMessage(_Message):
+    room_id: str
+    result: GameResult
+
+    def node(self) -> Node:
+        return _room(self.room_id, ("data", (("class", "result"),), result_children(self.result)))
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorPacket(_Message):
+    """Lobby-level error, echoing the request that caused it (§3.9)."""
+
+    message: str
+    original_request: ClientPacket | None = None
+
+    def node(self) -> Node:
+        original = self.original_request
+        if original is None:
+            children: tuple[Node, ...] = ()  # still written with an end tag (socha framing)
+        elif isinstance(original, StreamEnd):
+            raise LocalProtocolError("the end of a stream cannot be echoed in an errorpacket")
+        else:
+            _, attrs, content = original.node()
+            children = (("originalRequest", (("class", original.alias), *attrs), content),)
+        return ("errorpacket", (("message", self.message),), children)
+
+
+@dataclass(frozen=True, slots=True)
+class RoomError(_Message):
+    """Room-level error after a rejected move (§3.10)."""
+
+    room_id: str
+    message: str
+    original_move: Move
+
+    def node(self) -> Node:
+        original: Node = (
+            "originalMessage",
+            (("class", "move"),),
+            move_children(self.original_move),
+        )
+        data: Node = ("data", (("class", "error"), ("message", self.message)), (original,))
+        return _room(self.room_id, data)
+
+
+ServerMessage: TypeAlias = (
+    Joined
+    | JoinedGameRoom
+    | Prepared
+    | Observed
+    | WelcomeMessage
+    | Memento
+    | MoveRequest
+    | ResultMessage
+    | ErrorPacket
+    | RoomError
+    | Paused
+    | Left
+    | CloseConnection
+)
+
+# Messages a replay file may hold (§8).
+ReplayPacket: TypeAlias = Memento | RoomError | ResultMessage
+
+
+def result_children(result: GameResult) -> tuple[Node, ...]:
+    """`<definition>`, `<scores>`, `<winner>` of a `<data class="result">` (§3.8)."""
+    definition: Node = (
+        "definition",
+        (),
+        tuple(
+            (
+                "fragment",
+                (("name", name),),
+                (("aggregation", (), aggregation), ("relevantForRanking", (), "true")),
+            )
+            for name, aggregation in SCORE_FRAGMENTS
+        ),
+    )
+    entries: list[Node] = []
+    for player, parts in result.scores:
+        # The official PlayerConverter drops a blank display name.
+        player_attrs = (("name", player.name),) if player.name.strip() else ()
+        player_node: Node = ("player", (*player_attrs, ("team", player.team.name)), None)
+        score_node: Node = ("score", (), tuple(("part", (), str(part)) for part in parts))
+        entries.append(("entry", (), (player_node, score_node)))
+    scores: Node = ("scores", (), tuple(entries) or None)
+    winner_attrs = (("team", result.winner.name),) if result.winner is not None else ()
+    winner: Node = (
+        "winner",
+        (*winner_attrs, ("regular", kotlin_bool(result.regular)), ("reason", result.reason)),
+        None,
+    )
+    return (definition, scores, winner)
+
+
+@functools.lru_cache(maxsize=16)
+def _board_pieces(depth: int) -> tuple[dict[str, str], str, str, str, str]:
+    """Precomputed lines for a board whose `<board>` sits at `depth`: field line per
+    field name, row open, row close, empty row, board close."""
+    row_indent = "\n" + INDENT * (depth + 1)
+    field_indent = "\n" + INDENT * (depth + 2)
+    fields = {state.name: f"{field_indent}<field>{state.name}</field>" for state in FieldState}
+    return (
+        fields,
+        f"{row_indent}<row>",
+        f"{row_indent}</row>",
+        f"{row_indent}<row/>",
+        f"\n{INDENT * depth}</board>",
+    )
+
+
+def board_xml(rows: list[list[FieldState]], depth: int) -> str:
+    """`<board>` at `depth` (first line unindented): rows[0] is y = 0, the first `<row>`."""
+    if not rows:
+        return "<board/>"
+    fields, row_open, row_close, empty_row, board_close = _board_pieces(depth)
+    parts = ["<board>"]
+    for row in rows:
+        if row:
+            # _name_ is a plain attribute; Enum.name and Enum.__hash__ are Python-level calls.
+            parts.append(row_open + "".join([fields[cell._name_] for cell in row]) + row_close)
+        else:
+            parts.append(empty_row)
+    parts.append(board_close)
+    return "".join(parts)
+
+
+def state_xml(state: GameState, depth: int) -> str:
+    """`<state class="state" …>` at `depth` (first line unindented), as in a memento."""
+    inner = "\n" + INDENT * (depth + 1)
+    head = f'<state class="state" startTeam="ONE" turn="{state.turn}"'
+    if state.first_union is not None:
+        head += f' firstUnion="{state.first_union.name}"'
+    parts = [head, ">"]
+    move = state.last_move
+    if move is not None:
+        deeper = inner + INDENT
+        parts.append(
+            f'{inner}<lastMove>{deeper}<from x="{move.x}" y="{move.y}"/>'
+            f"{deeper}<direction>{move.direction.name}</direction>{inner}</lastMove>"
+        )
+    parts.append(inner)
+    parts.append(board_xml(state.rows(), depth + 1))
+    parts.append(f"\n{INDENT * depth}</state>")
+    return "".join(parts)
+
+
+def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
+    pad = INDENT * depth
+    pad1 = pad + INDENT
+    return (
+        f'{pad}<room roomId="{escape_attr(room_id)}">\n{pad1}<data class="memento">\n{pad1}{INDENT}'
+        f"{state_xml(state, depth + 2)}\n{pad1}</data>\n{pad}</room>"
+    )
+
+
+__all__ = [
+    "SCORE_FRAGMENTS",
+    "CloseConnection",
+    "ErrorPacket",
+    "Joined",
+    "JoinedGameRoom",
+    "Left",
+    "Memento",
+    "MoveRequest",
+    "Observed",
+    "Paused",
+    "Prepared",
+    "ReplayPacket",
+    "ResultMessage",
+    "RoomError",
+    "ServerMessage",
+    "WelcomeMessage",
+    "board_xml",
+    "result_children",
+    "state_xml",
+]
