@@ -29,8 +29,22 @@ _AXIS_OF = {
     Direction.UP_LEFT: 3,
 }
 
-# Target of a move along a ray: (bits of the fields jumped over, bit of the target field).
-Step = tuple[int, int]
+# The move generator folds its three checks into one AND. With
+#     probe = opponent | (own_or_squid << target_shift)
+# a move is legal iff not probe & check, where check = (fields jumped over) |
+# (target << target_shift): an opponent under the path or an own fish/squid on the target
+# hits. A target off the board gets check = start << target_shift, which always hits
+# because the start holds an own fish. target_shift is the board's bit length, so the two
+# halves never overlap.
+
+# Per field: the four line masks (see _AXIS_OF), then per direction in enum order the check
+# masks indexed by distance, then the eight Move objects in enum order.
+FieldTable = tuple[
+    int, int, int, int,
+    tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
+    tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
+    Move, Move, Move, Move, Move, Move, Move, Move,
+]  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,15 +54,19 @@ class Geometry:
     width: int
     height: int
     stride: int
+    target_shift: int
     full: int
     # Bit index of every field, row-major; and the inverse mapping.
     squares: tuple[int, ...]
     coords: dict[int, tuple[int, int]]
     # lines[bit] = the four line masks (see _AXIS_OF) through that field.
     lines: dict[int, tuple[int, int, int, int]]
-    # moves[bit] = for each direction in enum order: (axis, steps, move). steps[d] is the
-    # Step for distance d, or None where the target would leave the board.
-    moves: dict[int, tuple[tuple[int, tuple[Step | None, ...], Move], ...]]
+    # tables[bit] = the FieldTable of that field (None for guard bits).
+    tables: list[FieldTable | None]
+    # checks[bit][direction index][distance] = the check mask (see target_shift).
+    checks: dict[int, tuple[tuple[int, ...], ...]]
+    # axes[direction index] = which of the four lines that direction moves along.
+    axes: tuple[int, ...]
     # rays[bit][direction index] = bits of the fields walked in that direction, in order.
     rays: dict[int, tuple[tuple[int, ...], ...]]
 
@@ -63,6 +81,7 @@ class Geometry:
 def geometry(width: int, height: int) -> Geometry:
     """The tables for a width×height board (computed once per shape)."""
     stride = width + 1
+    target_shift = height * stride
     squares = tuple(y * stride + x for y in range(height) for x in range(width))
     coords = {y * stride + x: (x, y) for y in range(height) for x in range(width)}
     full = 0
@@ -79,7 +98,8 @@ def geometry(width: int, height: int) -> Geometry:
 
     longest_line = max(width, height)
     lines: dict[int, tuple[int, int, int, int]] = {}
-    moves: dict[int, tuple[tuple[int, tuple[Step | None, ...], Move], ...]] = {}
+    tables: list[FieldTable | None] = [None] * (height * stride)
+    all_checks: dict[int, tuple[tuple[int, ...], ...]] = {}
     rays: dict[int, tuple[tuple[int, ...], ...]] = {}
     for index, (x, y) in coords.items():
         own_rays = tuple(ray(x, y, direction) for direction in DIRECTIONS)
@@ -89,24 +109,30 @@ def geometry(width: int, height: int) -> Geometry:
             for b in bits:
                 axis_masks[_AXIS_OF[direction]] |= b
         lines[index] = (axis_masks[0], axis_masks[1], axis_masks[2], axis_masks[3])
-        entries = []
-        for direction, bits in zip(DIRECTIONS, own_rays, strict=True):
-            # A distance can never exceed the number of fields on its line.
-            steps: list[Step | None] = [None] * (longest_line + 1)
+        checks = []
+        for bits in own_rays:
+            # A distance never exceeds the number of fields on its line.
+            off_board = (1 << index) << target_shift
+            by_distance = [off_board] * (longest_line + 1)
             jumped = 0
             for distance, target in enumerate(bits, start=1):
-                steps[distance] = (jumped, target)
+                by_distance[distance] = jumped | (target << target_shift)
                 jumped |= target
-            entries.append((_AXIS_OF[direction], tuple(steps), Move(x, y, direction)))
-        moves[index] = tuple(entries)
+            checks.append(tuple(by_distance))
+        all_checks[index] = tuple(checks)
+        moves = [Move(x, y, direction) for direction in DIRECTIONS]
+        tables[index] = (*lines[index], *checks, *moves)  # type: ignore[assignment]
     return Geometry(
         width=width,
         height=height,
         stride=stride,
+        target_shift=target_shift,
         full=full,
         squares=squares,
         coords=coords,
         lines=lines,
-        moves=moves,
+        tables=tables,
+        checks=all_checks,
+        axes=tuple(_AXIS_OF[direction] for direction in DIRECTIONS),
         rays=rays,
     )

@@ -250,8 +250,7 @@ class GameState:
         if not own & (1 << index):
             return MoveMistake.WRONG_START
         direction = _DIRECTION_INDEX[move.direction._name_]
-        axis = geo.moves[index][direction][0]
-        distance = ((own | opponent) & geo.lines[index][axis]).bit_count()
+        distance = ((own | opponent) & geo.lines[index][geo.axes[direction]]).bit_count()
         ray = geo.rays[index][direction]
         for step in range(distance - 1):
             if step >= len(ray):
@@ -280,12 +279,12 @@ class GameState:
             mover_is_two = self._turn & 1
             own, opponent = (two, one) if mover_is_two else (one, two)
             if own & start:
-                axis, steps, _ = geo.moves[index][_DIRECTION_INDEX[move.direction._name_]]
-                step = steps[((one | two) & geo.lines[index][axis]).bit_count()]
-                if step is not None:
-                    jumped, target = step
-                    if not (jumped & opponent or target & (own | self._squid)):
-                        return self._moved(start, target, mover_is_two, move)
+                direction = _DIRECTION_INDEX[move.direction._name_]
+                distance = ((one | two) & geo.lines[index][direction & 3]).bit_count()
+                check = geo.checks[index][direction][distance]
+                shift = geo.target_shift
+                if not check & (opponent | ((own | self._squid) << shift)):
+                    return self._moved(start, check >> shift, mover_is_two, move)
         mistake = self.check_move(move)
         # The fast path above accepts exactly the legal moves.
         assert mistake is not None
@@ -320,35 +319,48 @@ class GameState:
         )
 
     def _legal_list(self) -> list[Move]:
-        legal = self._legal
-        if legal is not None:
-            return legal
-        geo = self._geo
+        cached = self._legal
+        if cached is not None:
+            return cached
         if self._turn & 1:
             own, opponent = self._two, self._one
         else:
             own, opponent = self._one, self._two
         occupied = own | opponent
-        blocked = own | self._squid
-        lines, moves = geo.lines, geo.moves
-        legal = []
+        probe = opponent | ((own | self._squid) << self._geo.target_shift)
+        tables = self._geo.tables
+        legal: list[Move] = []
         append = legal.append
         remaining = own
+        # Unrolled over the eight directions (enum order): this loop is the engine's hot path.
         while remaining:
             lowest = remaining & -remaining
             remaining ^= lowest
-            index = lowest.bit_length() - 1
-            column, diagonal, row, anti = lines[index]
-            distances = (
-                (occupied & column).bit_count(),
-                (occupied & diagonal).bit_count(),
-                (occupied & row).bit_count(),
-                (occupied & anti).bit_count(),
-            )
-            for axis, steps, move in moves[index]:
-                step = steps[distances[axis]]
-                if step is not None and not (step[0] & opponent or step[1] & blocked):
-                    append(move)
+            (
+                column, diagonal, row, anti,
+                up, up_right, right, down_right, down, down_left, left, up_left,
+                m_up, m_up_right, m_right, m_down_right, m_down, m_down_left, m_left, m_up_left,
+            ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
+            along_column = (occupied & column).bit_count()
+            along_diagonal = (occupied & diagonal).bit_count()
+            along_row = (occupied & row).bit_count()
+            along_anti = (occupied & anti).bit_count()
+            if not probe & up[along_column]:
+                append(m_up)
+            if not probe & up_right[along_diagonal]:
+                append(m_up_right)
+            if not probe & right[along_row]:
+                append(m_right)
+            if not probe & down_right[along_anti]:
+                append(m_down_right)
+            if not probe & down[along_column]:
+                append(m_down)
+            if not probe & down_left[along_diagonal]:
+                append(m_down_left)
+            if not probe & left[along_row]:
+                append(m_left)
+            if not probe & up_left[along_anti]:
+                append(m_up_left)
         self._legal = legal
         return legal
 

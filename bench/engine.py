@@ -1,0 +1,99 @@
+"""Engine speed: seeded random playouts (legal moves + apply + game-end check every ply).
+
+Also runs the same kind of playouts with the official client's compiled rules (socha 4.3.9)
+when it is installed, and prints the ratio.
+
+    python bench/engine.py [--games N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine import FieldState, GameState  # noqa: E402
+
+
+def playouts_engine(seeds: range) -> tuple[int, float]:
+    """Play one random game per seed to its end; returns (plies, seconds)."""
+    starts = [GameState.initial(seed) for seed in seeds]
+    plies = 0
+    began = time.perf_counter()
+    for seed, state in zip(seeds, starts, strict=True):
+        choose = random.Random(seed).choice
+        while not state.is_over:
+            state = state.apply(choose(state.legal_moves()))
+            plies += 1
+    return plies, time.perf_counter() - began
+
+
+_SOCHA_FIELDS = {
+    FieldState.ONE_S: "OneS",
+    FieldState.ONE_M: "OneM",
+    FieldState.ONE_L: "OneL",
+    FieldState.TWO_S: "TwoS",
+    FieldState.TWO_M: "TwoM",
+    FieldState.TWO_L: "TwoL",
+    FieldState.SQUID: "Squid",
+    FieldState.EMPTY: "Empty",
+}
+
+
+def playouts_socha(socha: Any, seeds: range) -> tuple[int, float]:
+    """The same with socha: possible_moves + perform_move, stopping only at the turn limit or
+    when no move is left (socha has no game-end check of its own)."""
+    starts = []
+    for seed in seeds:
+        rows = GameState.initial(seed).rows()
+        fields = [[getattr(socha.FieldType, _SOCHA_FIELDS[f]) for f in row] for row in rows]
+        starts.append(socha.GameState(socha.Board(fields), 0, None))
+    plies = 0
+    began = time.perf_counter()
+    for seed, state in zip(seeds, starts, strict=True):
+        choose = random.Random(seed).choice
+        while state.turn < 60:
+            moves = state.possible_moves()
+            if not moves:
+                break
+            state = state.perform_move(choose(moves))
+            plies += 1
+    return plies, time.perf_counter() - began
+
+
+def best_of(repeat: int, run: Any, *args: Any) -> tuple[int, float]:
+    results = [run(*args) for _ in range(repeat)]
+    return min(results, key=lambda result: result[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=3, help="runs; the fastest counts")
+    args = parser.parse_args()
+    seeds = range(args.games)
+
+    plies, seconds = best_of(args.repeat, playouts_engine, seeds)
+    ours = seconds / plies * 1e6
+    print(f"engine: {args.games} games, {plies} plies, {seconds:.3f} s")
+    print(f"engine: {plies / seconds:,.0f} positions/s, {ours:.1f} µs/ply (with end checks)")
+
+    try:
+        import socha
+    except ImportError:
+        print("socha: not installed, no comparison")
+        return
+    plies, seconds = best_of(args.repeat, playouts_socha, socha, seeds)
+    theirs = seconds / plies * 1e6
+    print(f"socha:  {args.games} games, {plies} plies, {seconds:.3f} s")
+    print(f"socha:  {plies / seconds:,.0f} positions/s, {theirs:.1f} µs/ply (no end checks)")
+    print(f"ratio:  engine is {theirs / ours:.2f}× as fast as socha per ply")
+
+
+if __name__ == "__main__":
+    main()
