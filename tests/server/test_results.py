@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -13,7 +14,7 @@ import trio
 from server.results import ResultsLog
 
 
-def read_lines(path: Path) -> list[dict[str, object]]:
+def read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
