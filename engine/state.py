@@ -302,7 +302,14 @@ class GameState:
         if self._ge3 & start:
             ge3 ^= both
         stride = self._geo.stride
-        connected = (_is_connected(one, stride), _is_connected(two, stride))
+        # Without a capture the opponent's fish did not change: reuse its connectivity.
+        before = self._connected_pair() if not target & (self._one | self._two) else None
+        if mover_is_two:
+            one_connected = before[0] if before else _is_connected(one, stride)
+            connected = (one_connected, _is_connected(two, stride))
+        else:
+            two_connected = before[1] if before else _is_connected(two, stride)
+            connected = (_is_connected(one, stride), two_connected)
         first_union = self._first_union
         if first_union is None:
             if connected[0]:
