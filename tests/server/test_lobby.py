@@ -77,7 +77,7 @@ async def test_join_creates_room_and_second_join_starts_the_game(make_harness) -
 
 
 async def test_third_player_gets_a_new_room(make_harness) -> None:
-    harness, one, _, room_id = await start_game(make_harness)
+    harness, _one, _, room_id = await start_game(make_harness)
     three = harness.peer("three")
     harness.send(three, Join())
     (joined,) = three.messages
@@ -100,7 +100,7 @@ async def test_unknown_game_type_is_refused_with_the_known_types(make_harness) -
 
 async def test_load_game_file_state_starts_join_rooms(make_harness) -> None:
     start = GameState.initial(seed=7).apply(GameState.initial(seed=7).legal_moves()[0])
-    harness, one, two, _ = await start_game(make_harness, start_state=start)
+    _harness, one, two, _ = await start_game(make_harness, start_state=start)
     assert one.last_state() == start
     # turn 1: TWO is to move, so only TWO is asked.
     assert not one.of(MoveRequest)
@@ -171,7 +171,7 @@ async def test_rule_violation_sends_room_error_to_mover_and_observers(make_harne
     assert result.reason == (
         f"Regelverletzung von ONE: {MoveMistake.WRONG_START.message} bei '{move}'"
     )
-    assert [score for _, score in result.scores][0] == (0, 0)
+    assert next(score for _, score in result.scores) == (0, 0)
     assert result_of(one) == result_of(observer)
 
 
@@ -207,7 +207,7 @@ async def test_unrequested_move_in_a_paused_game_is_a_process_violation(make_har
 
 
 async def test_moves_for_unknown_rooms_and_from_strangers_get_errorpackets(make_harness) -> None:
-    harness, one, two, room_id = await start_game(make_harness)
+    harness, one, _two, room_id = await start_game(make_harness)
     stranger = harness.peer("stranger")
     move = Move(0, 1, Direction.RIGHT)
     harness.move(stranger, "nope", move)
@@ -254,7 +254,7 @@ async def test_disconnect_mid_game_lets_the_opponent_win(make_harness) -> None:
     assert result.winner is Team.TWO
     assert not result.regular
     assert result.reason == "ONE hat das Spiel verlassen: LOST_CONNECTION"
-    assert [score for _, score in result.scores][0] == (0, 0)
+    assert next(score for _, score in result.scores) == (0, 0)
     assert one.of(ResultMessage) == []  # gone: nothing more is sent to it
     await harness.settle()
     assert two.messages[-1] == Left(room_id)
@@ -276,7 +276,7 @@ async def test_lone_player_leaving_before_the_start_removes_the_room(make_harnes
 
 
 async def test_disconnect_after_the_game_changes_nothing(make_harness) -> None:
-    harness, one, two, room_id = await start_game(make_harness)
+    harness, one, two, _room_id = await start_game(make_harness)
     harness.lobby.disconnect(one, "LOST_CONNECTION")
     await harness.settle()
     before = list(two.messages)
@@ -326,7 +326,7 @@ async def test_move_while_game_over_is_pending_removal_is_refused(make_harness) 
 
 
 async def test_timers_do_not_leak_after_games(make_harness, autojump_clock) -> None:
-    harness, one, two, room_id = await start_game(make_harness)
+    harness, one, _two, _room_id = await start_game(make_harness)
     harness.lobby.disconnect(one, "LOST_CONNECTION")
     await harness.settle()
     await trio.sleep(3600 * 2)
