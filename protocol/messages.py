@@ -256,8 +256,25 @@ def board_xml(rows: list[list[FieldState]], depth: int) -> str:
     return "".join(parts)
 
 
+# The same state goes to both players, the observers and the replay: remember the last
+# few renderings (GameState is immutable with value semantics, so it is a safe key).
+_STATE_CACHE: dict[tuple[GameState, int], str] = {}
+_STATE_CACHE_SIZE = 32
+
+
 def state_xml(state: GameState, depth: int) -> str:
     """`<state class="state" …>` at `depth` (first line unindented), as in a memento."""
+    key = (state, depth)
+    xml = _STATE_CACHE.get(key)
+    if xml is None:
+        xml = _render_state(state, depth)
+        if len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
+            del _STATE_CACHE[next(iter(_STATE_CACHE))]
+        _STATE_CACHE[key] = xml
+    return xml
+
+
+def _render_state(state: GameState, depth: int) -> str:
     inner = "\n" + INDENT * (depth + 1)
     head = f'<state class="state" startTeam="ONE" turn="{state.turn}"'
     if state.first_union is not None:
