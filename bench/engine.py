@@ -12,12 +12,13 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import FieldState, GameState  # noqa: E402
+from engine import FieldState, GameState
 
 
 def playouts_engine(seeds: range) -> tuple[int, float]:
@@ -66,7 +67,7 @@ def playouts_socha(socha: Any, seeds: range) -> tuple[int, float]:
     return plies, time.perf_counter() - began
 
 
-def best_of(repeat: int, run: Any, *args: Any) -> tuple[int, float]:
+def best_of(repeat: int, run: Callable[..., tuple[int, float]], *args: Any) -> tuple[int, float]:
     results = [run(*args) for _ in range(repeat)]
     return min(results, key=lambda result: result[1])
 
