@@ -114,7 +114,10 @@ class PacketReader:
             self._incoming.append(bytes(data))
 
     def fail(self, error: RemoteProtocolError) -> RemoteProtocolError:
-        """Record `error` as the reader's final state and return it for raising."""
+        """Kill the stream now (queued packets are dropped) and return the error to raise:
+        `error`, or the one that killed it before."""
+        self._packets.clear()
+        self._incoming.clear()
         if self._error is None:
             self._error = error
         return self._error
@@ -137,7 +140,8 @@ class PacketReader:
             except RemoteProtocolError as error:
                 # Packets completed before the error still count, as they do officially:
                 # they stay queued ahead of it.
-                self.fail(error)
+                self._incoming.clear()
+                self._error = error
 
     def _consume(self, chunk: bytes) -> None:
         if self._parser is None:
@@ -169,6 +173,8 @@ class PacketReader:
             parser.feed(chunk)
         except etree.XMLSyntaxError as error:
             self._collect(parser)
+            if self._document_ended:
+                return  # the error is in bytes after the peer's end of document
             raise RemoteProtocolError(f"broken XML: {error}") from None
         self._collect(parser)
         if self._pending_bytes > self._limits.max_packet_bytes and not self._document_ended:
