@@ -1,0 +1,161 @@
+"""Replay files (§8): the official layout, plain and gzip, both directions."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from engine import Direction, FieldState, GameResult, GameState, Move, PlayerEntry, Team
+from protocol import RemoteProtocolError
+from protocol.messages import Memento, ResultMessage, RoomError
+from protocol.replay import read_replay, write_replay
+
+# A replay in the official form, written out by hand: "<protocol>\n", each packet at
+# column 0 followed by "\n", then "</protocol>" (GameRoomTest.minimalReplay's layout).
+OFFICIAL = """<protocol>
+<room roomId="PLACEHOLDERID">
+  <data class="memento">
+    <state class="state" startTeam="ONE" turn="0">
+      <board>
+        <row>
+          <field>ONE_S</field>
+          <field>EMPTY</field>
+          <field>TWO_M</field>
+        </row>
+      </board>
+    </state>
+  </data>
+</room>
+<room roomId="PLACEHOLDERID">
+  <data class="memento">
+    <state class="state" startTeam="ONE" turn="1" firstUnion="ONE">
+      <lastMove>
+        <from x="0" y="0"/>
+        <direction>RIGHT</direction>
+      </lastMove>
+      <board>
+        <row>
+          <field>EMPTY</field>
+          <field>ONE_S</field>
+          <field>TWO_M</field>
+        </row>
+      </board>
+    </state>
+  </data>
+</room>
+<room roomId="PLACEHOLDERID">
+  <data class="error" message="Ungueltiger Zug von &apos;Marta&apos;.&#xa;X">
+    <originalMessage class="move">
+      <from x="2" y="0"/>
+      <direction>RIGHT</direction>
+    </originalMessage>
+  </data>
+</room>
+<room roomId="PLACEHOLDERID">
+  <data class="result">
+    <definition>
+      <fragment name="Siegpunkte">
+        <aggregation>SUM</aggregation>
+        <relevantForRanking>true</relevantForRanking>
+      </fragment>
+      <fragment name="Schwarmgröße">
+        <aggregation>AVERAGE</aggregation>
+        <relevantForRanking>true</relevantForRanking>
+      </fragment>
+    </definition>
+    <scores>
+      <entry>
+        <player name="Fred" team="ONE"/>
+        <score>
+          <part>2</part>
+          <part>1</part>
+        </score>
+      </entry>
+      <entry>
+        <player name="Marta" team="TWO"/>
+        <score>
+          <part>0</part>
+          <part>0</part>
+        </score>
+      </entry>
+    </scores>
+    <winner team="ONE" regular="false" reason="Regelverletzung von Marta: X"/>
+  </data>
+</room>
+</protocol>"""
+
+STATE0 = GameState.from_rows([[FieldState.ONE_S, FieldState.EMPTY, FieldState.TWO_M]])
+STATE1 = GameState.from_rows(
+    [[FieldState.EMPTY, FieldState.ONE_S, FieldState.TWO_M]],
+    1,
+    Team.ONE,
+    Move(0, 0, Direction.RIGHT),
+)
+RESULT = GameResult(
+    [(PlayerEntry(Team.ONE, "Fred"), (2, 1)), (PlayerEntry(Team.TWO, "Marta"), (0, 0))],
+    Team.ONE,
+    False,
+    "Regelverletzung von Marta: X",
+)
+PACKETS = [
+    Memento("PLACEHOLDERID", STATE0),
+    Memento("PLACEHOLDERID", STATE1),
+    RoomError("PLACEHOLDERID", "Ungueltiger Zug von 'Marta'.\nX", Move(2, 0, Direction.RIGHT)),
+    ResultMessage("PLACEHOLDERID", RESULT),
+]
+
+
+def test_writer_produces_the_official_layout_byte_for_byte() -> None:
+    assert write_replay("PLACEHOLDERID", PACKETS) == OFFICIAL.encode()
+
+
+def test_writer_uses_the_given_room_id() -> None:
+    data = write_replay("real", [Memento("other", STATE0)])
+    assert b'<room roomId="real">' in data and b"other" not in data
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_official_replay_loads(compress: bool) -> None:
+    data = OFFICIAL.encode()
+    replay = read_replay(gzip.compress(data) if compress else data)
+    assert replay.states == [STATE0, STATE1]
+    assert replay.result == RESULT
+
+
+def test_state_at_turn_is_the_first_state_reaching_it() -> None:
+    replay = read_replay(OFFICIAL.encode())
+    assert replay.state_at_turn(0) == STATE0
+    assert replay.state_at_turn(-1) == STATE0
+    assert replay.state_at_turn(1) == STATE1
+    with pytest.raises(LookupError):
+        replay.state_at_turn(2)
+
+
+def test_a_real_game_round_trips() -> None:
+    state = GameState.initial(seed=42)
+    states = [state]
+    while not state.is_over:
+        state = state.apply(state.legal_moves()[-1])
+        states.append(state)
+    packets = [Memento("r", s) for s in states]
+    replay = read_replay(gzip.compress(write_replay("r", packets)))
+    assert replay.states == states
+    assert replay.result is None
+
+
+def test_replay_without_closing_tag_still_loads() -> None:
+    data = OFFICIAL.encode()[: -len(b"</protocol>")]
+    assert read_replay(data).states == [STATE0, STATE1]
+
+
+def test_non_room_packets_are_refused() -> None:
+    with pytest.raises(RemoteProtocolError, match="joined"):
+        read_replay(b'<protocol>\n<joined roomId="x"/>\n</protocol>')
+
+
+def test_broken_files_raise_the_protocol_error() -> None:
+    with pytest.raises(RemoteProtocolError):
+        read_replay(b"\x1f\x8bnot really gzip")
+    with pytest.raises(RemoteProtocolError):
+        read_replay(OFFICIAL.encode().replace(b"ONE_S", b"ONE_X", 1))
