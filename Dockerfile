@@ -1,0 +1,72 @@
+# Piranhas game server (and, as target "bot", the example socha bot of docker-compose.yml).
+#
+#   docker build -t piranhas-server .                   # the server (last stage = default target)
+#   docker build --target bot -t piranhas-bot .         # the example bot
+#
+# Works with the classic builder and BuildKit, with or without a registry mirror of PyPI.
+# Optional build input: wheels in docker/wheels/ are preferred and, when they cover
+# everything, pip never touches the network (for machines whose HTTPS goes through a proxy
+# the container does not trust; .ci/docker-smoke.sh fills it with `pip wheel`). The directory
+# is empty in the repository, so elsewhere pip installs from PyPI as usual.
+
+ARG BASE_IMAGE=debian:bookworm-slim
+
+# --- common base: Debian's Python 3.11, tini as PID 1, a virtualenv ---------------------------
+FROM ${BASE_IMAGE} AS base
+ARG DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3 python3-venv tini ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+COPY docker/wheels/ /tmp/wheels/
+COPY docker/pip-install.sh /usr/local/bin/pip-install
+
+# --- example bot: socha==4.3.9 (the official Python client), random moves ---------------------
+FROM base AS bot
+# socha's starter imports pkg_resources, which setuptools>=81 no longer ships.
+RUN pip-install "socha==4.3.9" "setuptools<81" && rm -rf /tmp/wheels
+RUN useradd --system --uid 10002 --no-create-home --home-dir /nonexistent bot
+COPY docker/bot.py /opt/bot/bot.py
+USER bot
+WORKDIR /tmp
+ENTRYPOINT ["/usr/bin/tini", "--", "python", "/opt/bot/bot.py"]
+CMD ["--host", "gameserver", "--port", "13050"]
+
+# --- the game server ------------------------------------------------------------------------------
+FROM base AS server
+WORKDIR /src
+# Only what the wheel needs, so edits to tests or docs do not invalidate the install layer.
+COPY pyproject.toml README.md* ./
+COPY engine/ engine/
+COPY protocol/ protocol/
+COPY server/ server/
+RUN pip-install . && rm -rf /tmp/wheels /src
+
+RUN useradd --system --uid 10001 --no-create-home --home-dir /data piranhas \
+    && install -d -o piranhas -g piranhas -m 0750 /data
+COPY docker/container.properties /etc/piranhas/server.properties
+COPY docker/entrypoint.py /usr/local/lib/piranhas/entrypoint.py
+
+# Replays (replays/) and results (results.jsonl) live here; mount a volume or a host directory.
+VOLUME ["/data"]
+WORKDIR /data
+EXPOSE 13050
+
+# The entrypoint starts as root only to make a bind-mounted /data writable and to read the
+# password secret, then drops to the user piranhas (uid 10001) for good; with `--user` it runs
+# as that user from the start. tini is PID 1: it forwards SIGTERM/SIGINT to the server (which
+# ends running games with a recorded result) and reaps zombies. The command (empty here) is
+# passed to piranhas-server as extra flags, e.g. `docker run IMAGE --log-level debug`.
+ENTRYPOINT ["/usr/bin/tini", "--", "python", "/usr/local/lib/piranhas/entrypoint.py"]
+CMD []
+
+# Talks the protocol (a joinRoom that the lobby must answer with an errorpacket), so "healthy"
+# means the lobby answers, not merely that the port is open. The first check runs after
+# --interval; docker-compose.yml shortens it so the bots start soon.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 \
+    CMD ["python", "-m", "server.healthcheck", "--quiet", "--host", "127.0.0.1", "--port", "13050", "--timeout", "5"]
