@@ -20,11 +20,14 @@ from engine import (
     Outcome,
     PlayerEntry,
     Team,
+    Violation,
+    ViolationKind,
     WinReason,
     game_result,
 )
 
 Board = list[list[FieldState]]
+X = FieldState.SQUID
 
 # ---- the reference --------------------------------------------------------------------
 
@@ -290,3 +293,57 @@ def test_regular_result_scores_follow_current_winner(
     else:
         name = names[winner.winner.value].strip() or winner.winner.name
         assert result.reason == winner.reason.template.replace("%s", name)
+
+
+violations = st.one_of(
+    st.none(),
+    st.builds(Violation, st.sampled_from(list(ViolationKind)), st.sampled_from(["", "X", "7"])),
+)
+player_entries = st.builds(
+    PlayerEntry, st.sampled_from(list(Team)), st.sampled_from(["", " ", "anna"]), violations
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 50), players=st.lists(player_entries, min_size=1, max_size=2))
+def test_results_with_violations_follow_the_framework_rules(
+    seed: int, players: list[PlayerEntry]
+) -> None:
+    state = GameState.initial(seed)
+    result = game_result(state, players)
+    violators = [p for p in players if p.violation is not None]
+    if not violators:
+        assert result.regular
+        return
+    innocent = [p for p in players if p.violation is None]
+    assert not result.regular
+    assert result.winner is (innocent[0].team if innocent else None)
+    for entry, score in result.scores:
+        weight = state.greatest_swarm_weight(entry.team)
+        assert score == ((0, 0) if entry.violation else (2, weight))
+    named = result.winner.opponent if result.winner else None
+    name = next((p.name for p in players if p.team is named and p.name.strip()), None)
+    expected_name = name or (named.name if named else "Alle Spieler")
+    first = violators[0].violation
+    assert first is not None
+    assert result.reason == first.template.replace("%s", expected_name, 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers())
+def test_any_seed_gives_a_valid_start_board(seed: int) -> None:
+    state = GameState.initial(seed)
+    rows = state.rows()
+    squids = [(x, y) for y, row in enumerate(rows) for x, f in enumerate(row) if f is X]
+    assert len(squids) == 2
+    (ax, ay), (bx, by) = squids
+    assert {ax, ay, bx, by} <= set(range(2, 8))
+    assert ax != bx and ay != by and ax - ay != bx - by and ax + ay != bx + by
+    for i in range(1, 9):
+        # TWO on the bottom/top rows, ONE with the same sizes mirrored onto the side columns.
+        for two, one in ((rows[0][i], rows[i][0]), (rows[9][i], rows[i][9])):
+            assert two.team is Team.TWO
+            assert one.team is Team.ONE
+            assert one.size == two.size
+    assert sum(f is FieldState.EMPTY for row in rows for f in row) == 100 - 32 - 2
+    assert state == GameState.initial(seed)
