@@ -607,7 +607,10 @@ class Lobby:
         room.pending = None
         if pending.timer is not None:
             pending.timer.cancel()
-        elapsed = max(0.0, received_at - pending.started_at)
+        # A move that arrives before its request was seen leaving (the writer task had not
+        # resumed yet) was answered at once: the request had just left.
+        sent_at = pending.sent_at
+        elapsed = 0.0 if sent_at is None else max(0.0, received_at - sent_at)
         if slot.can_timeout and elapsed > self.settings.soft_timeout:
             # Official: the late move is not applied and nobody gets an error message.
             log.info("soft timeout", room=room.id, team=slot.team.name, ms=round(elapsed * 1000, 3))

@@ -1,0 +1,104 @@
+"""The server process: listen, serve connections, shut down gracefully on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import socket
+
+import structlog
+import trio
+
+from server.config import Settings
+from server.connection import CLOSE_GRACE, Connection
+from server.lobby import GAME_TYPE, SHUTDOWN_REASON, Lobby
+
+log = structlog.get_logger("server.app")
+
+
+async def serve(
+    settings: Settings,
+    *,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+    stop: trio.Event | None = None,
+    handle_signals: bool = True,
+) -> None:
+    """Run the game server until SIGINT/SIGTERM (or `stop` is set). `task_status.started`
+    gets the port actually bound, so `port=0` works. On stop, running games end with an
+    aborted result that is sent to the clients (result, then left) and recorded before this
+    returns."""
+    stop = stop if stop is not None else trio.Event()
+    lobby = Lobby(settings)
+    listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
+    port = listeners[0].socket.getsockname()[1]
+    connections: set[Connection] = set()
+    all_closed = trio.Event()
+    all_closed.set()
+
+    async def handle(stream: trio.SocketStream) -> None:
+        nonlocal all_closed
+        try:
+            # trio sets TCP_NODELAY on accepted sockets already; make sure of it, as official.
+            stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+            host, peer_port = stream.socket.getpeername()[:2]
+            name = f"{host}:{peer_port}"
+        except OSError:
+            name = "client"
+        connection = Connection(stream, lobby, settings, name)
+        connections.add(connection)
+        if all_closed.is_set():
+            all_closed = trio.Event()
+        try:
+            await connection.run()
+        except Exception:
+            log.exception("connection failed", peer=connection.name)
+        finally:
+            connections.discard(connection)
+            if not connections:
+                all_closed.set()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lobby.run)
+        async with trio.open_nursery() as connection_nursery:
+            accept_scope = trio.CancelScope()
+
+            async def accept() -> None:
+                with accept_scope:
+                    await trio.serve_listeners(
+                        handle, listeners, handler_nursery=connection_nursery
+                    )
+
+            connection_nursery.start_soon(accept)
+            log.info(
+                "listening",
+                host=settings.host,
+                port=port,
+                game_type=GAME_TYPE,
+                connect_a_bot=f"start.sh -h {settings.host} -p {port}  (socha: --host/--port)",
+            )
+            task_status.started(port)
+            if handle_signals:
+                nursery.start_soon(_watch_signals, stop)
+            await stop.wait()
+
+            log.info("shutting down", open_rooms=len(lobby.rooms), connections=len(connections))
+            accept_scope.cancel()
+            await lobby.shutdown(SHUTDOWN_REASON)
+            for connection in list(connections):
+                connection.close()
+            with trio.move_on_after(CLOSE_GRACE + 1):
+                await all_closed.wait()
+            connection_nursery.cancel_scope.cancel()
+        nursery.cancel_scope.cancel()
+    log.info("server stopped")
+
+
+async def _watch_signals(stop: trio.Event) -> None:
+    try:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                log.info("signal received", signal=signal.Signals(signum).name)
+                stop.set()
+                return
+    except RuntimeError:
+        # Not the main thread (e.g. embedded in a test): only `stop` ends the server.
+        log.debug("signal handling unavailable outside the main thread")

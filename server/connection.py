@@ -1,0 +1,210 @@
+"""One client connection: bytes → protocol events → lobby, and lobby messages → bytes.
+
+A reader task parses the stream with the sans-IO `protocol.ServerConnection` and hands each
+packet to the lobby, stamped with the time its last bytes arrived. A writer task serializes
+queued messages and writes them. The queue is bounded: a client that does not read its
+messages is disconnected instead of making the server buffer without limit, and nothing a
+connection does can block the lobby or another connection.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import structlog
+import trio
+
+from protocol import NEED_DATA, ProtocolLimits, RemoteProtocolError, ServerConnection
+from protocol.events import CloseRequest, StreamEnd
+from protocol.messages import CloseConnection, ErrorPacket, ServerMessage
+from server.config import Settings
+from server.lobby import (
+    LOST_CONNECTION,
+    PROTOCOL_ERROR,
+    RECEIVED_DISCONNECT,
+    TIMEOUT,
+    UNKNOWN,
+    Lobby,
+)
+
+log = structlog.get_logger("server.connection")
+
+RECEIVE_BYTES = 65536
+# A single write may block this long (the client reads nothing) before the client counts as gone.
+SEND_TIMEOUT = 30.0
+# After the connection ends, queued messages and "</protocol>" get this long to go out.
+CLOSE_GRACE = 5.0
+# The server closes this connection deliberately (shutdown); reported like the official one.
+INITIATED_DISCONNECT = "INITIATED_DISCONNECT"
+
+_numbers = itertools.count(1)
+
+_Outgoing = tuple[ServerMessage, Callable[[float], None] | None]
+
+
+class Connection:
+    """A `Peer` of the lobby around one byte stream. `run()` serves it until it ends."""
+
+    def __init__(
+        self, stream: trio.abc.Stream, lobby: Lobby, settings: Settings, name: str = ""
+    ) -> None:
+        self.name = f"{name or 'client'}#{next(_numbers)}"
+        self._stream = stream
+        self._lobby = lobby
+        self._settings = settings
+        self._protocol = ServerConnection(
+            ProtocolLimits(max_packet_bytes=settings.max_packet_bytes)
+        )
+        self._outbox_in, self._outbox = trio.open_memory_channel[_Outgoing](
+            max(1, settings.send_buffer_messages)
+        )
+        self._accepting = True  # the lobby may still queue messages
+        self._read_scope = trio.CancelScope()
+        self._write_scope = trio.CancelScope()
+        self._stop_cause: str | None = None  # why the server ended the reading
+        self._abort = False  # drop what is queued: the client cannot take it
+
+    # ------------------------------------------------------------------ Peer
+
+    def send(self, message: ServerMessage, on_sent: Callable[[float], None] | None = None) -> None:
+        if not self._accepting:
+            return
+        try:
+            self._outbox_in.send_nowait((message, on_sent))
+        except trio.WouldBlock:
+            log.warning(
+                "slow reader: send queue full, disconnecting",
+                peer=self.name,
+                queued=self._settings.send_buffer_messages,
+            )
+            self._stop(LOST_CONNECTION, abort=True)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            self._accepting = False
+
+    def close(self) -> None:
+        """End the connection from the server side, after what is queued went out."""
+        self._stop(INITIATED_DISCONNECT)
+
+    # ------------------------------------------------------------------ serving
+
+    async def run(self) -> None:
+        self._lobby.connect(self)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._write_loop)
+                cause = UNKNOWN
+                with self._read_scope:
+                    cause = await self._read_loop()
+                if self._stop_cause is not None:
+                    cause = self._stop_cause
+                self._accepting = False
+                try:
+                    self._lobby.disconnect(self, cause)
+                except Exception:
+                    log.exception("lobby failed to handle a disconnect", peer=self.name)
+                self._outbox_in.close()
+                self._write_scope.deadline = min(
+                    self._write_scope.deadline, trio.current_time() + CLOSE_GRACE
+                )
+                if self._abort:
+                    self._write_scope.cancel()
+        finally:
+            await trio.aclose_forcefully(self._stream)
+
+    def _stop(self, cause: str, *, abort: bool = False) -> None:
+        if self._stop_cause is None:
+            self._stop_cause = cause
+        self._accepting = False
+        self._abort = self._abort or abort
+        self._read_scope.cancel()
+        if abort:
+            self._write_scope.cancel()
+
+    async def _read_loop(self) -> str:
+        """Feed the lobby until the stream ends; return the official disconnect cause."""
+        protocol = self._protocol
+        lobby = self._lobby
+        idle_timeout = self._settings.idle_timeout or math.inf
+        while True:
+            try:
+                with trio.move_on_after(idle_timeout) as idle:
+                    data = await self._stream.receive_some(RECEIVE_BYTES)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return LOST_CONNECTION
+            if idle.cancelled_caught:
+                if lobby.is_busy(self):
+                    continue
+                log.info("closing idle connection", peer=self.name, seconds=idle_timeout)
+                self.send(CloseConnection())
+                return TIMEOUT
+            # The move's time ends here, before any parsing or processing by the server.
+            received_at = trio.current_time()
+            protocol.receive_data(data if isinstance(data, bytes) else bytes(data))
+            while True:
+                try:
+                    event = protocol.next_event()
+                except RemoteProtocolError as error:
+                    if error.eof:
+                        return LOST_CONNECTION
+                    log.info("protocol error", peer=self.name, error=error.message)
+                    self.send(ErrorPacket(error.message, None))
+                    return PROTOCOL_ERROR
+                if event is NEED_DATA:
+                    break
+                if isinstance(event, CloseRequest):
+                    return RECEIVED_DISCONNECT
+                if isinstance(event, StreamEnd):
+                    # The official server sees the client's </protocol> as a lost connection.
+                    return LOST_CONNECTION
+                try:
+                    lobby.handle(self, event, received_at)
+                except Exception:
+                    # A bug must cost only this connection (official: cause UNKNOWN).
+                    log.exception("handling a packet failed", peer=self.name, packet=repr(event))
+                    self.send(
+                        ErrorPacket("Internal server error while handling the request", event)
+                    )
+                    return UNKNOWN
+
+    async def _write_loop(self) -> None:
+        protocol = self._protocol
+        outbox = self._outbox
+        with self._write_scope:
+            try:
+                async for first in outbox:
+                    batch = [first]
+                    # Whatever else is queued goes out in the same write (memento + moveRequest).
+                    while True:
+                        try:
+                            batch.append(outbox.receive_nowait())
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    data = b"".join([protocol.send(message) for message, _ in batch])
+                    with trio.move_on_after(SEND_TIMEOUT) as too_slow:
+                        await self._stream.send_all(data)
+                    if too_slow.cancelled_caught:
+                        log.warning("client does not read, disconnecting", peer=self.name)
+                        self._stop(LOST_CONNECTION, abort=True)
+                        return
+                    sent_at = trio.current_time()
+                    for _, on_sent in batch:
+                        if on_sent is not None:
+                            on_sent(sent_at)
+                await self._stream.send_all(protocol.close())
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._stop(LOST_CONNECTION, abort=True)
+            except Exception:
+                log.exception("writing to the client failed", peer=self.name)
+                self._stop(UNKNOWN, abort=True)
+
+
+async def handle_stream(
+    stream: trio.abc.Stream, lobby: Lobby, settings: Settings, name: str = ""
+) -> None:
+    """Serve one connection; never raises (one bad connection must not affect the others)."""
+    try:
+        await Connection(stream, lobby, settings, name).run()
+    except Exception:
+        log.exception("connection failed", peer=name)

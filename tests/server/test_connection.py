@@ -1,0 +1,232 @@
+"""Connections over trio memory streams: exact stream bytes, close/EOF/garbage handling, idle
+timeout, slow readers, and move timing from the moment the request left the server."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from engine import Team
+from protocol.events import Authenticate, CloseRequest, Join, MovePacket, Observe
+from protocol.messages import (
+    CloseConnection,
+    ErrorPacket,
+    Joined,
+    Left,
+    Memento,
+    MoveRequest,
+    ResultMessage,
+    WelcomeMessage,
+)
+from server.connection import Connection
+
+from .conftest import FakePeer, Harness
+from .rawclient import RawClient, ServerClosed
+
+
+async def connect(nursery: trio.Nursery, harness: Harness, *, lockstep: bool = False) -> RawClient:
+    if lockstep:
+        client_stream, server_stream = trio.testing.lockstep_stream_pair()
+    else:
+        client_stream, server_stream = trio.testing.memory_stream_pair()
+    connection = Connection(server_stream, harness.lobby, harness.lobby.settings, "test")
+    nursery.start_soon(connection.run)
+    return RawClient(client_stream)
+
+
+async def test_stream_starts_exactly_like_the_official_server(make_harness, nursery) -> None:
+    harness: Harness = await make_harness()
+    client = await connect(nursery, harness)
+    await client.send_raw(b"<protocol>\n  <join/>\n")
+    joined = await client.expect(Joined)
+    assert bytes(client.raw) == f'<protocol>\n  <joined roomId="{joined.room_id}"/>'.encode()
+
+
+async def test_close_request_ends_the_stream_and_the_opponent_wins(make_harness, nursery) -> None:
+    harness: Harness = await make_harness()
+    client = await connect(nursery, harness)
+    opponent = harness.peer("opponent")
+    with trio.fail_after(5):
+        await client.send(Join())
+        room_id = (await client.expect(Joined)).room_id
+        harness.send(opponent, Join())
+        await client.receive_until(MoveRequest)
+        await client.send(CloseRequest())
+        await client.expect_closed()
+    # No <close/> answer, just the end of the document (spec §1.3).
+    assert b"<close/>" not in client.raw
+    result = opponent.of(ResultMessage)[0].result
+    assert result.winner is Team.TWO
+    assert result.reason == "ONE hat das Spiel verlassen: RECEIVED_DISCONNECT"
+    await harness.settle()
+    assert opponent.messages[-1] == Left(room_id)
+
+
+async def test_eof_mid_game_is_a_lost_connection(make_harness, nursery) -> None:
+    harness: Harness = await make_harness()
+    client = await connect(nursery, harness)
+    opponent = harness.peer("opponent")
+    harness.send(opponent, Join())
+    with trio.fail_after(5):
+        await client.send(Join())
+        await client.receive_until(Memento)
+        await client.stream.send_eof()  # type: ignore[attr-defined]
+        while not opponent.of(ResultMessage):
+            await trio.sleep(0.01)
+    assert opponent.of(ResultMessage)[0].result.reason == (
+        "TWO hat das Spiel verlassen: LOST_CONNECTION"
+    )
+
+
+async def test_garbage_gets_an_errorpacket_then_the_connection_closes(
+    make_harness, nursery
+) -> None:
+    harness: Harness = await make_harness()
+    client = await connect(nursery, harness)
+    opponent = harness.peer("opponent")
+    harness.send(opponent, Join())
+    with trio.fail_after(5):
+        await client.send(Join())
+        await client.receive_until(Memento)
+        await client.send_raw(b"<yarr/>")
+        error = await client.expect(ErrorPacket)
+        assert error.original_request is None
+        assert error.message  # says what was wrong
+        await client.expect_closed()
+    result = opponent.of(ResultMessage)[0].result
+    assert result.winner is Team.ONE
+    assert result.reason == "TWO hat das Spiel verlassen: PROTOCOL_ERROR"
+
+
+async def test_broken_xml_from_a_stranger_closes_only_that_connection(
+    make_harness, nursery
+) -> None:
+    harness: Harness = await make_harness()
+    bad, good = await connect(nursery, harness), await connect(nursery, harness)
+    with trio.fail_after(5):
+        await bad.send_raw(b"<>/I-do/>NOT<CARE")
+        await bad.expect(ErrorPacket)
+        await bad.expect_closed()
+        await good.send(Join())
+        await good.expect(Joined)
+
+
+async def test_oversized_packet_is_a_protocol_error(make_harness, nursery) -> None:
+    harness: Harness = await make_harness(max_packet_bytes=1024)
+    client = await connect(nursery, harness)
+    with trio.fail_after(5):
+        await client.send_raw(b"<protocol><join gameType='" + b"x" * 5000)
+        await client.expect(ErrorPacket)
+        await client.expect_closed()
+
+
+async def test_idle_connection_in_no_room_is_closed(make_harness, nursery, autojump_clock) -> None:
+    harness: Harness = await make_harness(idle_timeout=30)
+    idle = await connect(nursery, harness)
+    waiting = await connect(nursery, harness)
+    await waiting.send(Join())
+    await waiting.expect(Joined)
+    start = trio.current_time()
+    await idle.expect(CloseConnection, timeout=60)
+    await idle.expect_closed()
+    assert 30 <= trio.current_time() - start <= 31
+    # A player waiting in a room is never idle.
+    await trio.sleep(300)
+    await waiting.send(CloseRequest())
+    with trio.fail_after(5):
+        await waiting.expect_closed()
+    assert b"<close/>" not in waiting.raw
+
+
+async def test_after_left_the_server_waits_for_the_client(
+    make_harness, nursery, autojump_clock
+) -> None:
+    harness: Harness = await make_harness(idle_timeout=0)
+    client = await connect(nursery, harness)
+    opponent = harness.peer("opponent")
+    await client.send(Join())
+    await client.expect(Joined)
+    harness.send(opponent, Join())
+    harness.lobby.disconnect(opponent, "LOST_CONNECTION")
+    with trio.fail_after(5):
+        await client.receive_until(Left)
+    await trio.sleep(3600)
+    assert not client.eof
+    await client.send(CloseRequest())
+    with trio.fail_after(5):
+        await client.expect_closed()
+
+
+async def test_slow_reader_is_disconnected_without_hurting_the_game(make_harness, nursery) -> None:
+    harness: Harness = await make_harness(send_buffer_messages=4, password="pw")
+    observer = await connect(nursery, harness, lockstep=True)
+    one, two = harness.peer("one"), harness.peer("two")
+    harness.send(one, Join())
+    room_id = one.of(Joined)[0].room_id
+    # The observer sends its requests but never reads anything.
+    with trio.fail_after(5):
+        await observer.send(Authenticate("pw"), Observe(room_id))
+        await trio.testing.wait_all_tasks_blocked()
+    assert harness.lobby.is_busy(next(p for p in harness.lobby._members if p not in (one, two)))
+    harness.send(two, Join())
+    peers = {Team.ONE: one, Team.TWO: two}
+    for _ in range(10):
+        state = one.last_state()
+        harness.move(peers[state.current_team], room_id, state.legal_moves()[0])
+        await trio.testing.wait_all_tasks_blocked()
+        if state.is_over:
+            break
+    # The observer is gone from the lobby; the players went on undisturbed.
+    assert all(isinstance(peer, FakePeer) for peer in harness.lobby._members)
+    assert one.last_state().turn >= 8 or one.of(ResultMessage)
+    assert not any("LOST" in m.result.reason for m in one.of(ResultMessage))
+
+
+async def test_request_waiting_in_the_server_does_not_count_against_the_bot(
+    make_harness, nursery, autojump_clock
+) -> None:
+    harness: Harness = await make_harness()
+    client = await connect(nursery, harness, lockstep=True)
+    opponent = harness.peer("opponent")
+    await client.send(Join())
+    await trio.testing.wait_all_tasks_blocked()
+    harness.send(opponent, Join())
+    # The server's moveRequest cannot leave while the client does not read (lockstep).
+    await trio.sleep(5)
+    with trio.fail_after(5):
+        messages = await client.receive_until(MoveRequest)
+    assert [type(m) for m in messages] == [Joined, WelcomeMessage, Memento, MoveRequest]
+    state = messages[2].state  # type: ignore[union-attr]
+    room_id = messages[0].room_id  # type: ignore[union-attr]
+    await client.send(MovePacket(room_id, state.legal_moves()[0]))
+    await trio.testing.wait_all_tasks_blocked()
+    assert opponent.messages[-1] == MoveRequest(room_id)
+    assert not opponent.of(ResultMessage)
+
+
+async def test_an_unknown_client_packet_is_not_fatal(make_harness, nursery) -> None:
+    harness: Harness = await make_harness()
+    client = await connect(nursery, harness)
+    with trio.fail_after(5):
+        await client.send_raw(b'<protocol><joined roomId="x"/>')
+        error = await client.expect(ErrorPacket)
+        assert "Unhandled Packet of type" in error.message
+        await client.send_raw(b"<join/>")
+        await client.expect(Joined)
+
+
+async def test_server_close_flushes_and_ends_the_stream(make_harness, nursery) -> None:
+    harness: Harness = await make_harness()
+    client = await connect(nursery, harness)
+    with trio.fail_after(5):
+        await client.send(Join())
+        await client.expect(Joined)
+        connection = next(iter(harness.lobby._members))
+        connection.close()
+        await client.expect_closed()
+    try:
+        await client.receive(timeout=1)
+    except ServerClosed:
+        pass
+    else:
+        raise AssertionError("the stream should be over")
