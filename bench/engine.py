@@ -9,10 +9,10 @@ when it is installed, and prints the ratio.
 from __future__ import annotations
 
 import argparse
+import importlib
 import random
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,33 +67,38 @@ def playouts_socha(socha: Any, seeds: range) -> tuple[int, float]:
     return plies, time.perf_counter() - began
 
 
-def best_of(repeat: int, run: Callable[..., tuple[int, float]], *args: Any) -> tuple[int, float]:
-    results = [run(*args) for _ in range(repeat)]
-    return min(results, key=lambda result: result[1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=300)
     parser.add_argument("--repeat", type=int, default=3, help="runs; the fastest counts")
     args = parser.parse_args()
     seeds = range(args.games)
-
-    plies, seconds = best_of(args.repeat, playouts_engine, seeds)
-    ours = seconds / plies * 1e6
-    print(f"engine: {args.games} games, {plies} plies, {seconds:.3f} s")
-    print(f"engine: {plies / seconds:,.0f} positions/s, {ours:.1f} µs/ply (with end checks)")
-
+    socha: Any
     try:
-        import socha
+        socha = importlib.import_module("socha")
     except ImportError:
+        socha = None
+
+    # Engine and socha runs alternate, so a load change on the machine hits both alike.
+    ours: list[tuple[int, float]] = []
+    theirs: list[tuple[int, float]] = []
+    for _ in range(args.repeat):
+        ours.append(playouts_engine(seeds))
+        if socha is not None:
+            theirs.append(playouts_socha(socha, seeds))
+
+    plies, seconds = min(ours, key=lambda run: run[1])
+    ours_us = seconds / plies * 1e6
+    print(f"engine: {args.games} games, {plies} plies, {seconds:.3f} s (best of {args.repeat})")
+    print(f"engine: {plies / seconds:,.0f} positions/s, {ours_us:.1f} µs/ply (with end checks)")
+    if socha is None:
         print("socha: not installed, no comparison")
         return
-    plies, seconds = best_of(args.repeat, playouts_socha, socha, seeds)
-    theirs = seconds / plies * 1e6
-    print(f"socha:  {args.games} games, {plies} plies, {seconds:.3f} s")
-    print(f"socha:  {plies / seconds:,.0f} positions/s, {theirs:.1f} µs/ply (no end checks)")
-    print(f"ratio:  engine is {theirs / ours:.2f}× as fast as socha per ply")
+    plies, seconds = min(theirs, key=lambda run: run[1])
+    theirs_us = seconds / plies * 1e6
+    print(f"socha:  {args.games} games, {plies} plies, {seconds:.3f} s (best of {args.repeat})")
+    print(f"socha:  {plies / seconds:,.0f} positions/s, {theirs_us:.1f} µs/ply (no end checks)")
+    print(f"ratio:  engine is {theirs_us / ours_us:.2f}× as fast as socha per ply")
 
 
 if __name__ == "__main__":
