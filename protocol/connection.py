@@ -61,8 +61,9 @@ class ServerConnection:
         self._writer = _Writer()
 
     def receive_data(self, data: bytes) -> None:
-        """Queue bytes from the peer; b"" means EOF. Parsing happens in next_event."""
-        if self._reader.eof:
+        """Queue bytes from the peer; b"" means EOF (repeating it is harmless). Parsing
+        happens in next_event."""
+        if self._reader.eof and data:
             raise LocalProtocolError("receive_data after EOF")
         self._reader.feed(data)
 
@@ -111,7 +112,8 @@ class ClientConnection:
         return self._writer.packet(render_standalone(packet.node(), 1))
 
     def receive_data(self, data: bytes) -> None:
-        if self._reader.eof:
+        """Queue bytes from the server; b"" means EOF."""
+        if self._reader.eof and data:
             raise LocalProtocolError("receive_data after EOF")
         self._reader.feed(data)
 
