@@ -1,0 +1,353 @@
+"""Server benchmark: many concurrent games over loopback against `python -m server`.
+
+The server runs in its own process (pinned to one CPU when there are several) with its
+default timeouts. Lightweight in-process clients (trio, raw sockets, protocol.ClientConnection)
+play prepared games and answer every move request at once with the first legal move. For each
+level of concurrency the script prints:
+
+- moves/s: moves the server accepted per second of wall time, over the whole window;
+- latency p50/p99/max: the server's per-move latency, defined as the time from a client
+  sending its move to the opponent receiving its moveRequest (both clients of a game live in
+  the same process and use the same clock);
+- server CPU: CPU seconds the server process used per second of wall time (1.0 = one core
+  saturated), and the server's CPU time per move.
+
+Run:  .venv/bin/python bench/server.py [--levels 1,10,100] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from engine import GameState  # noqa: E402
+from protocol import ClientConnection, NeedData  # noqa: E402
+from protocol.events import (  # noqa: E402
+    Authenticate,
+    JoinPrepared,
+    MovePacket,
+    Prepare,
+    SlotDescriptor,
+)
+from protocol.messages import (  # noqa: E402
+    ErrorPacket,
+    Memento,
+    Prepared,
+    ResultMessage,
+    ServerMessage,
+)
+
+PASSWORD = "bench"
+GAME_TYPE = "swc_2026_piranhas"
+
+
+@dataclass
+class Stats:
+    deadline: float
+    verify: bool = False
+    moves: int = 0  # sent before the deadline
+    all_moves: int = 0  # including games finished after the deadline
+    games: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Game:
+    """What the two clients of one game share: the state (tracked by applying the moves
+    they send, so the mementos need not be decoded) and when the last move was sent."""
+
+    state: GameState | None = None
+    sent_at: float | None = None
+
+
+class PacketSplitter:
+    """Cuts the server's stream into depth-1 packets by the official byte layout
+    (`<room ...>` up to its `\n  </room>`, single-line packets up to `/>`): far cheaper
+    than parsing every memento, which would make the clients the bottleneck."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.started = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self.buffer += data
+        packets = []
+        while True:
+            buffer = self.buffer.lstrip()
+            if not self.started:
+                if len(buffer) < len(b"<protocol>"):
+                    break
+                assert buffer.startswith(b"<protocol>"), buffer[:50]
+                self.buffer = buffer[len(b"<protocol>") :]
+                self.started = True
+                continue
+            if buffer.startswith(b"<room"):
+                end = buffer.find(b"\n  </room>")
+                if end < 0:
+                    break
+                end += len(b"\n  </room>")
+            elif buffer.startswith(b"</protocol>"):
+                end = len(b"</protocol>")
+            else:
+                end = buffer.find(b">")
+                if end < 0:
+                    break
+                end += 1
+                if buffer[end - 2 : end] != b"/>":
+                    raise RuntimeError(f"unexpected packet: {buffer[:200]!r}")
+            packets.append(buffer[:end])
+            self.buffer = buffer[end:]
+        self.buffer = buffer
+        return packets
+
+
+class Client:
+    """A socket speaking the protocol through ClientConnection."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.connection = ClientConnection()
+
+    @classmethod
+    async def connect(cls, port: int) -> Client:
+        return cls(await trio.open_tcp_stream("127.0.0.1", port))
+
+    async def send(self, packet: object) -> None:
+        await self.stream.send_all(self.connection.send(packet))  # type: ignore[arg-type]
+
+    async def receive(self) -> ServerMessage | None:
+        """The next message, or None at the end of the stream."""
+        while True:
+            try:
+                event = self.connection.next_event()
+            except Exception:
+                return None  # the server closed the stream
+            if not isinstance(event, NeedData):
+                return event
+            data = await self.stream.receive_some(65536)
+            self.connection.receive_data(data)
+
+    def decode(self, packet: bytes) -> ServerMessage:
+        """Decode one complete packet cut by a PacketSplitter."""
+        self.connection.receive_data(packet)
+        event = self.connection.next_event()
+        assert not isinstance(event, NeedData)
+        return event
+
+
+async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
+    client = await Client.connect(port)
+    await client.send(JoinPrepared(reservation))
+    client.connection.receive_data(b"<protocol>")
+    splitter = PacketSplitter()
+    while True:
+        data = await client.stream.receive_some(65536)
+        if not data:
+            break
+        for packet in splitter.feed(data):
+            if packet.startswith(b"<left") or packet == b"</protocol>":
+                await client.stream.aclose()
+                return
+            head = packet[:200]
+            if b'class="moveRequest"' in head:
+                now = time.perf_counter()
+                if game.sent_at is not None and now < stats.deadline:
+                    stats.latencies.append(now - game.sent_at)
+                state = game.state
+                assert state is not None, "moveRequest before any memento"
+                move = state.legal_moves()[0]
+                room = head.split(b'"', 2)[1].decode()
+                # Before sending: the opponent may run before send_all returns.
+                game.state = state.apply(move)
+                game.sent_at = time.perf_counter()
+                await client.stream.send_all(client.connection.send(MovePacket(room, move)))
+                stats.all_moves += 1
+                if game.sent_at < stats.deadline:
+                    stats.moves += 1
+            elif b'class="memento"' in head:
+                if game.state is None or stats.verify:
+                    message = client.decode(packet)
+                    assert isinstance(message, Memento)
+                    if game.state is not None and game.state.turn == message.state.turn:
+                        assert game.state == message.state, "client state out of sync"
+                    elif game.state is None:
+                        game.state = message.state
+            elif b'class="result"' in head:
+                if time.perf_counter() < stats.deadline:
+                    stats.games += 1
+                if stats.verify:
+                    assert isinstance(client.decode(packet), ResultMessage)
+            elif packet.startswith(b"<errorpacket") or b'class="error"' in head:
+                raise RuntimeError(f"server error: {packet[:300]!r}")
+    await client.stream.aclose()
+
+
+async def run_level(port: int, concurrency: int, seconds: float, verify: bool = False) -> Stats:
+    """`concurrency` game loops, each playing prepared games back to back until the end of
+    the window; games running at the deadline are finished but no longer counted."""
+    stats = Stats(deadline=time.perf_counter() + seconds, verify=verify)
+    admin = await Client.connect(port)
+    await admin.send(Authenticate(PASSWORD))
+    prepare_lock = trio.Lock()
+
+    async def prepare() -> tuple[str, ...]:
+        slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
+        async with prepare_lock:
+            await admin.send(Prepare(GAME_TYPE, False, slots))
+            while True:
+                message = await admin.receive()
+                if isinstance(message, Prepared):
+                    return message.reservations
+                if message is None or isinstance(message, ErrorPacket):
+                    raise RuntimeError(f"prepare failed: {message}")
+
+    async def game_loop() -> None:
+        while time.perf_counter() < stats.deadline:
+            first, second = await prepare()
+            game = Game()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(play, port, first, game, stats)
+                nursery.start_soon(play, port, second, game, stats)
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(concurrency):
+            nursery.start_soon(game_loop)
+    await admin.stream.aclose()
+    return stats
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"server exited with status {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("server did not start listening")
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--levels", default="1,10,100", help="concurrent games per run")
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured window per level")
+    parser.add_argument("--log-level", default="info", help="server log level")
+    parser.add_argument("--server-cpu", type=int, default=0, help="CPU to pin the server to")
+    parser.add_argument("--json", action="store_true", help="print results as JSON lines too")
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="decode every memento and check it against the clients' state (slower clients)",
+    )
+    args = parser.parse_args()
+    levels = [int(level) for level in args.levels.split(",")]
+
+    port = free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-server-"))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    command = [
+        sys.executable,
+        "-m",
+        "server",
+        "--port",
+        str(port),
+        "--password",
+        PASSWORD,
+        "--log-level",
+        args.log_level,
+    ]
+    server_log = (workdir / "server.log").open("wb")
+    process = subprocess.Popen(command, cwd=workdir, env=env, stderr=server_log)
+    cpus = sorted(os.sched_getaffinity(0))
+    pinned = len(cpus) > 1
+    if pinned:
+        os.sched_setaffinity(process.pid, {args.server_cpu})
+        os.sched_setaffinity(0, set(cpus) - {args.server_cpu})
+    try:
+        wait_until_listening(port, process)
+        trio.run(run_level, port, 2, 1.0)  # warm-up, not reported
+        print(f"server: {' '.join(command[1:])}  (pinned to CPU {args.server_cpu}: {pinned})")
+        print(f"clients: one trio process on CPUs {sorted(os.sched_getaffinity(0))}")
+        print(
+            f"{'games':>6} {'moves/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+            f"{'server CPU':>10} {'CPU µs/move':>11} {'client CPU':>10} {'games done':>10}"
+        )
+        for concurrency in levels:
+            cpu_before, wall_before = cpu_seconds(process.pid), time.perf_counter()
+            client_before = time.process_time()
+            stats = trio.run(run_level, port, concurrency, args.seconds, args.verify)
+            cpu_used = cpu_seconds(process.pid) - cpu_before
+            wall = time.perf_counter() - wall_before
+            client_cpu = (time.process_time() - client_before) / wall
+            rate = stats.moves / args.seconds
+            p50 = percentile(stats.latencies, 0.50) * 1000
+            p99 = percentile(stats.latencies, 0.99) * 1000
+            worst = max(stats.latencies, default=float("nan")) * 1000
+            per_move = cpu_used / max(1, stats.all_moves) * 1e6
+            print(
+                f"{concurrency:>6} {rate:>9.0f} {p50:>8.2f} {p99:>8.2f} {worst:>8.2f} "
+                f"{cpu_used / wall:>10.2f} {per_move:>11.0f} {client_cpu:>10.2f} {stats.games:>10}"
+            )
+            if args.json:
+                print(
+                    json.dumps(
+                        {
+                            "games": concurrency,
+                            "moves_per_s": rate,
+                            "p50_ms": p50,
+                            "p99_ms": p99,
+                            "max_ms": worst,
+                            "server_cpu": cpu_used / wall,
+                            "server_cpu_us_per_move": per_move,
+                            "client_cpu": client_cpu,
+                            "games_done": stats.games,
+                        }
+                    )
+                )
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        server_log.close()
+
+
+if __name__ == "__main__":
+    main()
