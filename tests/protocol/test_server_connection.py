@@ -489,3 +489,24 @@ def test_a_long_stream_of_packets_never_trips_the_limit() -> None:
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ValueError):
         ProtocolLimits(max_packet_bytes=0)
+
+
+def test_declared_encoding_is_honoured() -> None:
+    data = b'<?xml version="1.0" encoding="ISO-8859-1"?><protocol><join gameType="H\xe4schen"/>'
+    assert events_of(data) == [Join("Häschen")]
+
+
+def test_unexpected_packets_are_echoed_verbatim_in_an_errorpacket() -> None:
+    from protocol.messages import ErrorPacket
+
+    joined, room = events_of(
+        b'<protocol><joined roomId="q"/><room roomId="R"><data class="paused" paused="true"/>'
+        b"</room>"
+    )
+    assert ErrorPacket("m", joined).to_xml() == (
+        '<errorpacket message="m">\n  <originalRequest class="joined" roomId="q"/>\n</errorpacket>'
+    )
+    assert ErrorPacket("m", room).to_xml() == (
+        '<errorpacket message="m">\n  <originalRequest class="room" roomId="R">\n'
+        '    <data class="paused" paused="true"/>\n  </originalRequest>\n</errorpacket>'
+    )
