@@ -522,25 +522,21 @@ class ServerDecoder:
 
         if entry.tag != "entry":
             raise _fail(packet, f"unexpected element <{entry.tag}> in <scores>")
-        player = _only_child_of(entry, "player", packet)
-        score = _only_child_of(entry, "score", packet)
+        found: dict[str, Element] = {}
+        for child in _children(entry):
+            if child.tag not in ("player", "score") or child.tag in found:
+                raise _fail(packet, f"unexpected element <{child.tag}> in <entry>")
+            found[str(child.tag)] = child
+        if len(found) != 2:
+            raise _fail(packet, "<entry> needs one <player> and one <score>")
         parts: list[int] = []
-        for part in _children(score):
+        for part in _children(found["score"]):
             if part.tag != "part":
                 raise _fail(packet, f"unexpected element <{part.tag}> in <score>")
             parts.append(java_int(part.text or "", f"{packet}: <part>"))
         if len(parts) != 2:
             raise _fail(packet, f"<score> has {len(parts)} parts, Piranhas has 2")
+        player = found["player"]
         name = self._reader.attr(player, "name", packet) or ""
         team = _team(player.get("team"), packet)
         return engine.PlayerEntry(team, name), (parts[0], parts[1])
-
-
-def _only_child_of(element: Element, tag: str, packet: str) -> Element:
-    found = [child for child in _children(element) if child.tag == tag]
-    others = [child for child in _children(element) if child.tag not in ("player", "score")]
-    if others:
-        raise _fail(packet, f"unexpected element <{others[0].tag}> in <{element.tag}>")
-    if len(found) != 1:
-        raise _fail(packet, f"<{element.tag}> needs exactly one <{tag}>")
-    return found[0]

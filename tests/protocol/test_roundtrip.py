@@ -219,6 +219,17 @@ def test_unknown_server_message_is_a_remote_error() -> None:
         (b'<room roomId="r"><data class="welcomeMessage" color="red"/></room>', "red"),
         (b'<room roomId="r"><data class="nope"/></room>', "nope"),
         (b'<room roomId="r"><data class="memento"><state/></data></room>', "turn"),
+        (
+            b'<room roomId="r"><data class="result"><scores><entry><player team="ONE"/>'
+            b"</entry></scores></data></room>",
+            "<score>",
+        ),
+        (
+            b'<room roomId="r"><data class="result"><scores><entry><player team="ONE"/><score>'
+            b"<part>1</part></score></entry></scores></data></room>",
+            "1 parts",
+        ),
+        (b'<room roomId="r"><data class="result"><definition/></data></room>', "<scores>"),
     ],
 )
 def test_bad_server_messages_are_named(data: bytes, word: str) -> None:
