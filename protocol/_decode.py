@@ -111,6 +111,8 @@ def _fail(where: str, what: str) -> RemoteProtocolError:
 def java_int(text: str, where: str) -> int:
     """An int as XStream reads it: Long.decode (decimal, 0x/# hex, leading-0 octal), then
     narrowed to 32 bits, so 0xFFFFFFFF reads as -1 and larger values are an error."""
+    if text.isdigit() and text.isascii() and (text[0] != "0" or len(text) == 1) and len(text) < 10:
+        return int(text)  # the usual case: a small plain decimal
     match = _JAVA_INT.match(text)
     if match is None:
         raise _fail(where, f"{text!r} is not an integer")
@@ -160,9 +162,8 @@ class _Reader:
 
 
 def _children(element: Element) -> Iterator[Element]:
-    for child in element:
-        if isinstance(child.tag, str):
-            yield child
+    # Element children only (comments and PIs are already dropped by the parser).
+    return element.iterchildren(etree.Element)
 
 
 def _no_children(element: Element, packet: str) -> None:
