@@ -257,14 +257,15 @@ def board_xml(rows: list[list[FieldState]], depth: int) -> str:
 
 
 # The same state goes to both players, the observers and the replay: remember the last
-# few renderings (GameState is immutable with value semantics, so it is a safe key).
-_STATE_CACHE: dict[tuple[GameState, int], str] = {}
+# few renderings. GameState is immutable with value semantics; the rendered attributes are
+# part of the key too, so the cache stays right even if state equality ever ignores them.
+_STATE_CACHE: dict[tuple[object, ...], str] = {}
 _STATE_CACHE_SIZE = 32
 
 
 def state_xml(state: GameState, depth: int) -> str:
     """`<state class="state" …>` at `depth` (first line unindented), as in a memento."""
-    key = (state, depth)
+    key = (state, state.turn, state.first_union, state.last_move, depth)
     xml = _STATE_CACHE.get(key)
     if xml is None:
         xml = _render_state(state, depth)

@@ -438,3 +438,13 @@ def test_every_frame_socha_needs_is_matched_whole(message: Joined) -> None:
     match = SOCHA_FRAME.search(data)
     assert match is not None
     assert match.group() == data[data.index(b"<", 1) :]
+
+
+def test_states_differing_only_in_rendered_attributes_render_differently() -> None:
+    rows = GameState.initial(seed=5).rows()
+    plain = GameState.from_rows(rows, 2)
+    moved = GameState.from_rows(rows, 2, None, Move(0, 1, Direction.UP))
+    united = GameState.from_rows(rows, 2, Team.ONE)
+    later = GameState.from_rows(rows, 4)
+    rendered = {Memento("R", s).to_xml() for s in (plain, moved, united, later, plain)}
+    assert len(rendered) == 4
