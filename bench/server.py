@@ -58,6 +58,7 @@ GAME_TYPE = "swc_2026_piranhas"
 class Stats:
     deadline: float
     verify: bool = False
+    think: float = 0.0  # seconds a client waits before answering a moveRequest
     moves: int = 0  # sent before the deadline
     all_moves: int = 0  # including games finished after the deadline
     games: int = 0
@@ -166,6 +167,8 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
                 now = time.perf_counter()
                 if game.sent_at is not None and now < stats.deadline:
                     stats.latencies.append(now - game.sent_at)
+                if stats.think:
+                    await trio.sleep(stats.think)
                 state = game.state
                 assert state is not None, "moveRequest before any memento"
                 move = state.legal_moves()[0]
@@ -195,10 +198,12 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
     await client.stream.aclose()
 
 
-async def run_level(port: int, concurrency: int, seconds: float, verify: bool = False) -> Stats:
+async def run_level(
+    port: int, concurrency: int, seconds: float, verify: bool = False, think: float = 0.0
+) -> Stats:
     """`concurrency` game loops, each playing prepared games back to back until the end of
     the window; games running at the deadline are finished but no longer counted."""
-    stats = Stats(deadline=time.perf_counter() + seconds, verify=verify)
+    stats = Stats(deadline=time.perf_counter() + seconds, verify=verify, think=think)
     admin = await Client.connect(port)
     await admin.send(Authenticate(PASSWORD))
     prepare_lock = trio.Lock()
@@ -271,6 +276,14 @@ def main() -> None:
     parser.add_argument("--server-cpu", type=int, default=0, help="CPU to pin the server to")
     parser.add_argument("--json", action="store_true", help="print results as JSON lines too")
     parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="clients wait this long before answering (open the closed loop: with 0 the "
+        "server is always saturated and latency = concurrency / throughput)",
+    )
+    parser.add_argument("--profile", metavar="FILE", help="run the server under cProfile")
+    parser.add_argument(
         "--verify",
         action="store_true",
         help="decode every memento and check it against the clients' state (slower clients)",
@@ -281,8 +294,10 @@ def main() -> None:
     port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="bench-server-"))
     env = dict(os.environ, PYTHONPATH=str(REPO))
+    profiler = ["-m", "cProfile", "-o", str(Path(args.profile).resolve())] if args.profile else []
     command = [
         sys.executable,
+        *profiler,
         "-m",
         "server",
         "--port",
@@ -303,7 +318,10 @@ def main() -> None:
         wait_until_listening(port, process)
         trio.run(run_level, port, 2, 1.0)  # warm-up, not reported
         print(f"server: {' '.join(command[1:])}  (pinned to CPU {args.server_cpu}: {pinned})")
-        print(f"clients: one trio process on CPUs {sorted(os.sched_getaffinity(0))}")
+        print(
+            f"clients: one trio process on CPUs {sorted(os.sched_getaffinity(0))}, "
+            f"think time {args.think_ms:g} ms"
+        )
         print(
             f"{'games':>6} {'moves/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
             f"{'server CPU':>10} {'CPU µs/move':>11} {'client CPU':>10} {'games done':>10}"
@@ -311,7 +329,9 @@ def main() -> None:
         for concurrency in levels:
             cpu_before, wall_before = cpu_seconds(process.pid), time.perf_counter()
             client_before = time.process_time()
-            stats = trio.run(run_level, port, concurrency, args.seconds, args.verify)
+            stats = trio.run(
+                run_level, port, concurrency, args.seconds, args.verify, args.think_ms / 1000
+            )
             cpu_used = cpu_seconds(process.pid) - cpu_before
             wall = time.perf_counter() - wall_before
             client_cpu = (time.process_time() - client_before) / wall
