@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import structlog
+import trio
 
 from server.cli import main
 from server.logs import configure_logging
@@ -111,3 +114,47 @@ def test_unknown_format_or_level_is_rejected() -> None:
         configure_logging("xml", "info")
     with pytest.raises(ValueError, match="level"):
         configure_logging("json", "loud")
+
+
+async def start_server(cwd: Path, *args: str) -> trio.Process:
+    return await trio.lowlevel.open_process(
+        [sys.executable, "-m", "server", "--log-format", "json", *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+async def read_until(process: trio.Process, text: bytes) -> bytes:
+    assert process.stderr is not None
+    output = b""
+    while text not in output:
+        chunk = await process.stderr.receive_some(4096)
+        if not chunk:
+            break
+        output += chunk
+    return output
+
+
+async def test_sigint_shuts_down_gracefully_with_status_0(tmp_path: Path) -> None:
+    with trio.fail_after(30):
+        process = await start_server(tmp_path, "--port", "0")
+        output = await read_until(process, b'"listening"')
+        assert b'"listening"' in output
+        process.send_signal(signal.SIGINT)
+        assert await process.wait() == 0
+        assert b"server stopped" in await read_until(process, b"server stopped")
+
+
+async def test_port_in_use_exits_1_with_a_message(tmp_path: Path) -> None:
+    with socket.socket() as occupant, trio.fail_after(30):
+        occupant.bind(("127.0.0.1", 0))
+        occupant.listen()
+        port = occupant.getsockname()[1]
+        process = await start_server(tmp_path, "--port", str(port))
+        output = await read_until(process, b"server failed")
+        assert await process.wait() == 1
+    line = next(json.loads(x) for x in output.splitlines() if b"server failed" in x)
+    assert line["port"] == port
+    assert line["level"] == "error"
+    assert b"Traceback" not in output
