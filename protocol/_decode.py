@@ -99,6 +99,9 @@ _NOT_PACKETS = frozenset(
         "violation",
     }
 )
+_SERVER_PACKETS = frozenset(
+    {"room", "joined", "observed", "left", "joinedGameRoom", "prepared", "close", "errorpacket"}
+)
 _TIE_REASON = "Beide Spieler sind gleichauf"
 
 _JAVA_INT = re.compile(r"([+-]?)(0[xX][0-9a-fA-F]+|#[0-9a-fA-F]+|0[0-7]+|[0-9]+)\Z")
@@ -264,6 +267,14 @@ class ClientDecoder:
             "close": self._close,
         }
 
+    def check_packet_name(self, name: str) -> None:
+        """Raise for a tag that can never be a client packet."""
+        if name in self._by_tag or name in RESPONSE_CLASSES:
+            return
+        if name in _NOT_PACKETS or name in _MOVE_CLASSES or name in _ROOM_DATA_CLASSES:
+            raise RemoteProtocolError(f"<{name}> is not a packet")
+        raise RemoteProtocolError(f"unknown packet <{name}>")
+
     def decode(self, element: Element, tag: str | None = None) -> ClientPacket:
         """`tag` overrides the element name (an `<originalRequest class="…">`)."""
         name = str(element.tag) if tag is None else tag
@@ -273,9 +284,8 @@ class ClientDecoder:
         java_class = RESPONSE_CLASSES.get(name)
         if java_class is not None:
             return self._response(element, name, java_class)
-        if name in _NOT_PACKETS or name in _MOVE_CLASSES or name in _ROOM_DATA_CLASSES:
-            raise RemoteProtocolError(f"<{name}> is not a packet")
-        raise RemoteProtocolError(f"unknown packet <{name}>")
+        self.check_packet_name(name)
+        raise AssertionError("unreachable: check_packet_name raises for other names")
 
     def _attr(self, element: Element, name: str, packet: str) -> str | None:
         return self._reader.attr(element, name, packet)
@@ -382,6 +392,10 @@ class ServerDecoder:
     def __init__(self, limits: ProtocolLimits) -> None:
         self._reader = _Reader(limits)
         self._client = ClientDecoder(limits)
+
+    def check_packet_name(self, name: str) -> None:
+        if name not in _SERVER_PACKETS:
+            raise RemoteProtocolError(f"unknown message <{name}>")
 
     def decode(self, element: Element) -> ServerMessage:
         tag = str(element.tag)

@@ -10,6 +10,7 @@ parser; each depth-1 element is handed out as soon as its end tag is parsed.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Final
 
 from lxml import etree
@@ -84,8 +85,14 @@ class PacketReader:
     RemoteProtocolError for broken XML or an exceeded limit. After an error every further
     call raises the same error."""
 
-    def __init__(self, limits: ProtocolLimits) -> None:
+    def __init__(
+        self, limits: ProtocolLimits, check_packet_name: Callable[[str], None] | None = None
+    ) -> None:
+        """`check_packet_name` sees each packet's tag as soon as its start tag is parsed
+        and may raise RemoteProtocolError: XStream resolves the class on the start tag,
+        so the official server rejects `<yarr>` before any end tag arrives."""
         self._limits = limits
+        self._check_packet_name = check_packet_name
         self._slice = max(1, min(_MAX_SLICE, limits.max_packet_bytes))
         self._incoming: deque[bytes] = deque()
         self._prolog = b""
@@ -191,6 +198,8 @@ class PacketReader:
                 self._depth += 1
                 if self._depth == 1:
                     self._root = element
+                elif self._depth == 2 and self._check_packet_name is not None:
+                    self._check_packet_name(str(element.tag))
                 if self._depth > max_depth + 1:  # +1: the root is depth 0
                     raise RemoteProtocolError(
                         f"<{element.tag}> nested deeper than {max_depth} levels"

@@ -56,8 +56,8 @@ class ServerConnection:
 
     def __init__(self, limits: ProtocolLimits | None = None) -> None:
         self.limits = limits or ProtocolLimits()
-        self._reader = PacketReader(self.limits)
         self._decoder = ClientDecoder(self.limits)
+        self._reader = PacketReader(self.limits, self._decoder.check_packet_name)
         self._writer = _Writer()
 
     def receive_data(self, data: bytes) -> None:
@@ -100,8 +100,8 @@ class ClientConnection:
 
     def __init__(self, limits: ProtocolLimits | None = None) -> None:
         self.limits = limits or ProtocolLimits()
-        self._reader = PacketReader(self.limits)
         self._decoder = ServerDecoder(self.limits)
+        self._reader = PacketReader(self.limits, self._decoder.check_packet_name)
         self._writer = _Writer()
 
     def send(self, packet: ClientPacket) -> bytes:

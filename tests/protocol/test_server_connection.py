@@ -337,7 +337,7 @@ def test_receiving_after_eof_is_our_error() -> None:
         (b"<protocol><join><x/></join>", ["<join>", "unexpected element <x>"]),
         (b"<protocol><prepare><slotDescriptor/></prepare>", ["<slotDescriptor>"]),
         (b"<protocol><joined><x/></joined>", ["<joined>", "<x>"]),
-        (b"<protocol><a>&foo;</a>", ["broken XML", "foo"]),
+        (b"<protocol><join>&foo;</join>", ["broken XML", "foo"]),
         (b"<protocol><a x='&#0;'/>", ["broken XML"]),
         (b"<protocol></protocal>", ["broken XML"]),
     ],
@@ -405,9 +405,9 @@ def test_billion_laughs_cannot_even_start() -> None:
     assert "DOCTYPE" in error_of(lol).message
 
 
-def _feed_until_error(conn: Conn, chunks: list[bytes] | None, chunk: bytes, total: int) -> int:
-    """Feed `chunk` repeatedly (up to `total` bytes) and return the bytes fed when the
-    error surfaced."""
+def _feed_until_error(conn: Conn, chunk: bytes, total: int) -> tuple[int, str]:
+    """Feed `chunk` repeatedly (up to `total` bytes); the bytes fed when the error
+    surfaced, and its message."""
     fed = 0
     while fed < total:
         conn.receive_data(chunk)
@@ -415,27 +415,29 @@ def _feed_until_error(conn: Conn, chunks: list[bytes] | None, chunk: bytes, tota
         try:
             while conn.next_event() is not NEED_DATA:
                 pass
-        except RemoteProtocolError:
-            return fed
+        except RemoteProtocolError as error:
+            return fed, error.message
     raise AssertionError(f"no error after {fed} bytes")
 
 
 def test_endless_attribute_value_hits_the_size_limit_early() -> None:
     conn = Conn()
     conn.receive_data(b'<protocol><join gameType="')
-    fed = _feed_until_error(conn, None, b"a" * 4096, 10 * 1024 * 1024)
+    fed, message = _feed_until_error(conn, b"a" * 4096, 10 * 1024 * 1024)
     assert fed <= 65536 + 2 * 16384
+    assert "exceeds 65536 bytes" in message
 
 
 def test_endless_nesting_hits_the_depth_limit_early() -> None:
     conn = Conn()
-    conn.receive_data(b"<protocol>")
-    fed = _feed_until_error(conn, None, b"<a>" * 1000, 10 * 1024 * 1024)
-    assert fed <= 3000 * 2
+    conn.receive_data(b"<protocol><prepare>")
+    fed, message = _feed_until_error(conn, b"<slot>" * 1000, 10 * 1024 * 1024)
+    assert fed <= 6000 * 2
+    assert "nested deeper than 16" in message
 
 
 def test_depth_limit_names_the_element() -> None:
-    error = error_of(b"<protocol>" + b"<a>" * 20, ProtocolLimits(max_depth=5))
+    error = error_of(b'<protocol><room roomId="R">' + b"<a>" * 20, ProtocolLimits(max_depth=5))
     assert "<a>" in error.message and "5" in error.message
 
 
@@ -443,14 +445,16 @@ def test_endless_text_between_packets_hits_the_size_limit() -> None:
     conn = Conn(ProtocolLimits(max_packet_bytes=1000))
     conn.receive_data(b"<protocol><join/>")
     assert conn.next_event() == Join(None)
-    fed = _feed_until_error(conn, None, b" " * 100, 10 * 1024 * 1024)
+    fed, message = _feed_until_error(conn, b" " * 100, 10 * 1024 * 1024)
     assert fed <= 2000
+    assert "exceeds 1000 bytes" in message
 
 
 def test_endless_prolog_hits_the_size_limit() -> None:
     conn = Conn(ProtocolLimits(max_packet_bytes=1000))
-    fed = _feed_until_error(conn, None, b"\n" * 100, 10 * 1024 * 1024)
+    fed, message = _feed_until_error(conn, b"\n" * 100, 10 * 1024 * 1024)
     assert fed <= 1200
+    assert "no root start tag within 1000 bytes" in message
 
 
 def test_one_huge_chunk_is_cut_off_without_parsing_all_of_it() -> None:
@@ -510,3 +514,18 @@ def test_unexpected_packets_are_echoed_verbatim_in_an_errorpacket() -> None:
         '<errorpacket message="m">\n  <originalRequest class="room" roomId="R">\n'
         '    <data class="paused" paused="true"/>\n  </originalRequest>\n</errorpacket>'
     )
+
+
+def test_an_unknown_packet_is_refused_at_its_start_tag() -> None:
+    # LobbyTest.shouldEndGameOnIllegalMessage sends a bare "<yarr>": XStream resolves the
+    # class on the start tag, so no end tag is needed to end the game.
+    conn = Conn()
+    conn.receive_data(b"<protocol>\n<join />\n<yarr>")
+    assert conn.next_event() == Join(None)
+    with pytest.raises(RemoteProtocolError, match="unknown packet <yarr>"):
+        conn.next_event()
+
+
+def test_known_packets_still_wait_for_their_end_tag() -> None:
+    conn = Conn()
+    assert events_of(b'<protocol><room roomId="R">', conn) == []
