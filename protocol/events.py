@@ -229,6 +229,8 @@ class RoomDataPacket(_Event):
     alias: ClassVar[str] = "room"
 
     def node(self) -> Node:
+        if self.data_node is None and not self.data_class:
+            return ("room", (("roomId", self.room_id),), None)  # a <room> without data
         data = self.data_node or ("data", (("class", self.data_class),), None)
         return ("room", (("roomId", self.room_id),), (data,))
 

@@ -182,6 +182,7 @@ def test_room_with_other_known_data_is_a_room_data_packet() -> None:
     [empty] = events_of(b'<protocol><room roomId="R"/>')
     assert isinstance(empty, RoomDataPacket)
     assert empty.java_repr() == "RoomPacket(roomId=R, data=null)"
+    assert empty.to_xml() == '<room roomId="R"/>'
 
 
 # --- the stream ---------------------------------------------------------------------------------
