@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import structlog
 import trio
@@ -16,6 +17,9 @@ from server.logs import configure_logging
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_CONFIG = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+E = TypeVar("E", bound=BaseException)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,11 +41,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         trio.run(serve, settings)
-    except KeyboardInterrupt:
-        log.warning("interrupted before a graceful shutdown")
-        return 130
     except BaseException as error:  # reported as a clean message below
-        os_error = _find_os_error(error)
+        if _find(error, KeyboardInterrupt) is not None:
+            # A signal that came before the server could handle it gracefully.
+            log.warning("interrupted before a graceful shutdown")
+            return EXIT_INTERRUPTED
+        os_error = _find(error, OSError)
         if os_error is None:
             raise
         log.error(
@@ -54,13 +59,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK
 
 
-def _find_os_error(error: BaseException) -> OSError | None:
-    """The OSError behind a failure (e.g. port in use), also inside exception groups."""
-    if isinstance(error, OSError):
+def _find(error: BaseException, kind: type[E]) -> E | None:
+    """The first exception of `kind` in `error`, also inside exception groups."""
+    if isinstance(error, kind):
         return error
     if isinstance(error, BaseExceptionGroup):
         for inner in error.exceptions:
-            found = _find_os_error(inner)
+            found = _find(inner, kind)
             if found is not None:
                 return found
     return None

@@ -9,7 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -141,6 +141,9 @@ async def test_sigint_shuts_down_gracefully_with_status_0(tmp_path: Path) -> Non
         process = await start_server(tmp_path, "--port", "0")
         output = await read_until(process, b'"listening"')
         assert b'"listening"' in output
+        # The app logs "listening" just before it installs its signal handlers; a signal
+        # in between ends it with status 130 (see test_interrupt_during_start_up).
+        await trio.sleep(0.3)
         process.send_signal(signal.SIGINT)
         assert await process.wait() == 0
         assert b"server stopped" in await read_until(process, b"server stopped")
@@ -158,3 +161,66 @@ async def test_port_in_use_exits_1_with_a_message(tmp_path: Path) -> None:
     assert line["port"] == port
     assert line["level"] == "error"
     assert b"Traceback" not in output
+
+
+async def test_properties_warnings_are_logged_at_start(tmp_path: Path) -> None:
+    (tmp_path / "server.properties").write_text("paused=false\nprot=1\n", encoding="utf-8")
+    with trio.fail_after(30):
+        process = await start_server(tmp_path, "--port", "0")
+        output = await read_until(process, b'"listening"')
+        await trio.sleep(0.3)  # see test_sigint_shuts_down_gracefully_with_status_0
+        process.send_signal(signal.SIGTERM)
+        assert await process.wait() == 0
+    warnings = [
+        entry["event"]
+        for entry in map(json.loads, output.splitlines())
+        if entry.get("level") == "warning"
+    ]
+    assert any("no password" in warning for warning in warnings)
+    assert any("server.properties:2: unknown key 'prot'" in warning for warning in warnings)
+
+
+def fake_serve(error: BaseException) -> Callable[..., Awaitable[None]]:
+    async def serve(settings: object, **_: object) -> None:
+        async def fail() -> None:
+            raise error
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(fail)
+
+    return serve
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "message"),
+    [
+        (KeyboardInterrupt(), 130, "interrupted before a graceful shutdown"),
+        (OSError(98, "Address already in use"), 1, "Address already in use"),
+    ],
+)
+def test_interrupt_during_start_up_and_os_errors_inside_exception_groups(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    error: BaseException,
+    status: int,
+    message: str,
+) -> None:
+    import server.app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(server.app, "serve", fake_serve(error))
+    assert main(["--log-format", "json"]) == status
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_unexpected_errors_are_not_hidden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import server.app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(server.app, "serve", fake_serve(ZeroDivisionError("bug")))
+    with pytest.raises(BaseExceptionGroup) as group:
+        main([])
+    assert group.group_contains(ZeroDivisionError)
