@@ -373,6 +373,13 @@ class ClientDecoder:
         for child in _children(element):
             if child.tag != allowed:
                 raise _fail(packet, f"unexpected element <{child.tag}> in <{name}>")
+            if name == "errorpacket":
+                # XStream instantiates the echoed request by its class attribute.
+                alias = self._reader.required_attr(child, "class", packet)
+                self.check_packet_name(alias)
+        count = self._attr(element, "playerCount", packet)
+        if name == "joinedGameRoom" and count is not None:
+            java_int(count, f"{packet}: playerCount")
         return ResponsePacket(name, java_class, element_node(element))
 
 

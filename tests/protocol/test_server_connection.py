@@ -338,6 +338,12 @@ def test_receiving_after_eof_is_our_error() -> None:
         (b"<protocol><join><x/></join>", ["<join>", "unexpected element <x>"]),
         (b"<protocol><prepare><slotDescriptor/></prepare>", ["<slotDescriptor>"]),
         (b"<protocol><joined><x/></joined>", ["<joined>", "<x>"]),
+        (b'<protocol><joinedGameRoom playerCount="two"/>', ["playerCount", "two"]),
+        (
+            b'<protocol><errorpacket><originalRequest class="nope"/></errorpacket>',
+            ["unknown packet <nope>"],
+        ),
+        (b"<protocol><errorpacket><originalRequest/></errorpacket>", ["class"]),
         (b"<protocol><join>&foo;</join>", ["broken XML", "foo"]),
         (b"<protocol><a x='&#0;'/>", ["broken XML"]),
         (b"<protocol></protocal>", ["broken XML"]),
