@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from engine.types import FieldState, Move, Team
-from protocol._xml import INDENT, Node, escape_attr, render_standalone
+from protocol._xml import INDENT, Node, escape_attr, render, render_standalone
 from protocol.errors import LocalProtocolError
 from protocol.events import ClientPacket, StreamEnd, kotlin_bool, move_children
 
@@ -135,6 +135,18 @@ class ResultMessage(_Message):
     def node(self) -> Node:
         return _room(self.room_id, ("data", (("class", "result"),), result_children(self.result)))
 
+    def to_xml(self, indent: int = 0) -> str:
+        # The definition never changes: render it once per depth, the rest generically.
+        pad = INDENT * indent
+        pad1 = pad + INDENT
+        pad2 = pad1 + INDENT
+        _, scores, winner = result_children(self.result, with_definition=False)
+        return (
+            f'{pad}<room roomId="{escape_attr(self.room_id)}">\n{pad1}<data class="result">'
+            f"\n{pad2}{_definition_xml(indent + 2)}\n{pad2}{render(scores, indent + 2)}"
+            f"\n{pad2}{render(winner, indent + 2)}\n{pad1}</data>\n{pad}</room>"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ErrorPacket(_Message):
@@ -193,20 +205,28 @@ ServerMessage: TypeAlias = (
 ReplayPacket: TypeAlias = Memento | RoomError | ResultMessage
 
 
-def result_children(result: GameResult) -> tuple[Node, ...]:
+_DEFINITION: Node = (
+    "definition",
+    (),
+    tuple(
+        (
+            "fragment",
+            (("name", name),),
+            (("aggregation", (), aggregation), ("relevantForRanking", (), "true")),
+        )
+        for name, aggregation in SCORE_FRAGMENTS
+    ),
+)
+
+
+@functools.lru_cache(maxsize=16)
+def _definition_xml(depth: int) -> str:
+    return render(_DEFINITION, depth)
+
+
+def result_children(result: GameResult, with_definition: bool = True) -> tuple[Node, ...]:
     """`<definition>`, `<scores>`, `<winner>` of a `<data class="result">` (§3.8)."""
-    definition: Node = (
-        "definition",
-        (),
-        tuple(
-            (
-                "fragment",
-                (("name", name),),
-                (("aggregation", (), aggregation), ("relevantForRanking", (), "true")),
-            )
-            for name, aggregation in SCORE_FRAGMENTS
-        ),
-    )
+    definition: Node = _DEFINITION if with_definition else ("definition", (), None)
     entries: list[Node] = []
     for player, parts in result.scores:
         # The official PlayerConverter drops a blank display name.

@@ -448,3 +448,11 @@ def test_states_differing_only_in_rendered_attributes_render_differently() -> No
     later = GameState.from_rows(rows, 4)
     rendered = {Memento("R", s).to_xml() for s in (plain, moved, united, later, plain)}
     assert len(rendered) == 4
+
+
+@pytest.mark.parametrize("indent", [0, 1, 3])
+def test_result_fast_path_equals_the_generic_rendering(indent: int) -> None:
+    from protocol._xml import render_standalone
+
+    message = ResultMessage("R&", _result(Team.ONE, False, "x 'y'", ("a", "")))
+    assert message.to_xml(indent) == render_standalone(message.node(), indent)
