@@ -30,7 +30,8 @@ COPY docker/pip-install.sh /usr/local/bin/pip-install
 FROM base AS bot
 # socha's starter imports pkg_resources, which setuptools>=81 no longer ships.
 RUN pip-install "socha==4.3.9" "setuptools<81" && rm -rf /tmp/wheels
-RUN useradd --system --uid 10002 --no-create-home --home-dir /nonexistent bot
+RUN groupadd --system --gid 10002 bot \
+    && useradd --system --uid 10002 --gid 10002 --no-create-home --home-dir /nonexistent bot
 COPY docker/bot.py /opt/bot/bot.py
 USER bot
 WORKDIR /tmp
@@ -39,6 +40,10 @@ CMD ["--host", "gameserver", "--port", "13050"]
 
 # --- the game server ------------------------------------------------------------------------------
 FROM base AS server
+# Fixed ids, so files on a bind-mounted /data have a predictable owner on the host.
+RUN groupadd --system --gid 10001 piranhas \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /data piranhas \
+    && install -d -o piranhas -g piranhas -m 0750 /data
 WORKDIR /src
 # Only what the wheel needs, so edits to tests or docs do not invalidate the install layer.
 COPY pyproject.toml README.md* ./
@@ -47,8 +52,6 @@ COPY protocol/ protocol/
 COPY server/ server/
 RUN pip-install . && rm -rf /tmp/wheels /src
 
-RUN useradd --system --uid 10001 --no-create-home --home-dir /data piranhas \
-    && install -d -o piranhas -g piranhas -m 0750 /data
 COPY docker/container.properties /etc/piranhas/server.properties
 COPY docker/entrypoint.py /usr/local/lib/piranhas/entrypoint.py
 

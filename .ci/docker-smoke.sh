@@ -54,6 +54,8 @@ cleanup() {
       || log "compose down failed"
   fi
   if [[ -n $dockerd_pid ]] && kill -0 "$dockerd_pid" 2>/dev/null; then
+    # The cached data-root keeps the build cache; images replaced by this run's builds go.
+    docker image prune --force >/dev/null 2>&1 || true
     kill -TERM "$dockerd_pid"
     for _ in $(seq 1 100); do
       kill -0 "$dockerd_pid" 2>/dev/null || break
