@@ -7,6 +7,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
+from pathlib import Path
 
 import pytest
 import trio
@@ -140,3 +141,31 @@ async def test_command_line_entry_point_on_a_dead_port() -> None:
         )
     assert proc.returncode == 1
     assert b"unhealthy" in proc.stderr
+
+
+async def test_healthy_against_the_real_server(tmp_path: Path) -> None:
+    from server.app import serve
+    from server.config import Settings
+
+    settings = Settings(host="127.0.0.1", port=0, replay_dir=tmp_path / "replays")
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(partial(serve, settings, stop=stop, handle_signals=False))
+        with trio.fail_after(10):
+            assert await _check(port) == 0
+            # An errorpacket (not <joined>) means no room was opened for the probe, and the
+            # next probe is answered the same way.
+            first = await trio.to_thread.run_sync(healthcheck.probe, "127.0.0.1", port, 5.0)
+            second = await trio.to_thread.run_sync(healthcheck.probe, "127.0.0.1", port, 5.0)
+        assert "Couldn&apos;t find a room with id healthcheck-" in first
+        assert first.split("healthcheck-")[0] == second.split("healthcheck-")[0]
+        with trio.fail_after(20):
+            proc = await trio.run_process(
+                [sys.executable, "-m", "server.healthcheck", "--port", str(port)],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(b"healthy")
+        stop.set()
