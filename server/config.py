@@ -150,7 +150,10 @@ def _unescape(raw: str) -> str:
         else:
             out.append(_SIMPLE_ESCAPES.get(escaped, escaped))
             position += 2
-    return "".join(out)
+    text = "".join(out)
+    # Java strings are UTF-16: a character beyond U+FFFF is written as two \u escapes (a
+    # surrogate pair), which must become one character here.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 # ---------------------------------------------------------------------------------------------
