@@ -115,16 +115,26 @@ flock --wait 900 9 || die "another docker smoke test holds $CACHE/lock"
 tmp="$(mktemp -d /tmp/piranhas-docker-smoke.XXXXXX)"
 
 # --- 2. a private Docker daemon ----------------------------------------------------------------
+data_root="$CACHE/data-root"
+# A daemon left over from a run that was killed hard may still own the cached data-root; two
+# daemons must never share one, so use a throw-away data-root then.
+stale_pid="$(cat "$CACHE/dockerd.pid" 2>/dev/null || true)"
 if [[ ${SMOKE_FRESH:-0} == 1 ]]; then
   data_root="$tmp/data-root"
-else
-  data_root="$CACHE/data-root"
+elif [[ -n $stale_pid ]] && kill -0 "$stale_pid" 2>/dev/null \
+  && grep -qa -- "$CACHE/data-root" "/proc/$stale_pid/cmdline" 2>/dev/null; then
+  log "dockerd $stale_pid of an earlier run still uses $CACHE/data-root: using a fresh one"
+  data_root="$tmp/data-root"
 fi
 mkdir -p "$data_root" "$tmp/exec"
 export DOCKER_HOST="unix://$tmp/docker.sock"
+# 9>&-: the daemon must not inherit (and keep) the lock of this script.
 dockerd --data-root "$data_root" --exec-root "$tmp/exec" --pidfile "$tmp/dockerd.pid" \
-  -H "$DOCKER_HOST" >"$tmp/dockerd.log" 2>&1 </dev/null &
+  -H "$DOCKER_HOST" >"$tmp/dockerd.log" 2>&1 </dev/null 9>&- &
 dockerd_pid=$!
+if [[ $data_root == "$CACHE/data-root" ]]; then
+  echo "$dockerd_pid" >"$CACHE/dockerd.pid"
+fi
 for _ in $(seq 1 150); do
   docker version >/dev/null 2>&1 && break
   kill -0 "$dockerd_pid" 2>/dev/null || { cat "$tmp/dockerd.log" >&2; die "dockerd exited"; }
@@ -200,10 +210,27 @@ for target in server bot; do
     || { tail -40 "$tmp/build-$target.log" >&2; die "docker build --target $target failed"; }
 done
 
+# The image's entrypoint writes the admin password into a properties file; the server's
+# parser must read back exactly that password, whatever characters it has.
+docker run --rm --entrypoint python "$SERVER_IMAGE" -c '
+import importlib.util, sys
+from server.config import parse_properties
+spec = importlib.util.spec_from_file_location("entrypoint", "/usr/local/lib/piranhas/entrypoint.py")
+entrypoint = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(entrypoint)
+for password in ["plain", "  lead", "back\\slash", "a=b:c #!", "tab\tnl\ncr\r", "ümlaut ß €", "end "]:
+    text = "local = false\npassword = " + entrypoint.escape_property_value(password) + "\n"
+    got = [p.value for p in parse_properties(text) if p.key == "password"]
+    if got != [password]:
+        sys.exit(f"password {password!r} came back as {got!r}")
+' || die "the entrypoint's password file does not round-trip through the server's parser"
+
 # --- 6. the league ----------------------------------------------------------------------------
 data="$tmp/ctx/docker/data"
 export PIRANHAS_DATA="$data" PIRANHAS_PUBLISH="127.0.0.1:"
 compose_up=true
+# Containers of an earlier run that was killed hard would otherwise be reused.
+compose down --volumes --remove-orphans >/dev/null 2>&1 || true
 log "docker-compose up (server + two bots)"
 compose up --detach --no-build >"$tmp/compose-up.log" 2>&1 \
   || { cat "$tmp/compose-up.log" >&2; die "docker-compose up failed"; }
