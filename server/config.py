@@ -395,6 +395,12 @@ def build_argument_parser() -> argparse.ArgumentParser:
             "compatible with the official server 26.1.0. Reads server.properties from the "
             "working directory; a flag given here wins over the file."
         ),
+        epilog=(
+            "Every setting also has a server.properties key: the official keys password, "
+            "port, paused, timeout, local, saveReplay, loadGameFile, turn, and our own in "
+            "camelCase (resultsFile, logFormat, softTimeout, ...); see "
+            "server.properties.example. Exit status 2 means a bad setting."
+        ),
         argument_default=argparse.SUPPRESS,
         allow_abbrev=False,
     )
