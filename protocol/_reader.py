@@ -9,6 +9,7 @@ parser; each depth-1 element is handed out as soon as its end tag is parsed.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable
 from typing import Final
@@ -19,7 +20,7 @@ from protocol.errors import RemoteProtocolError
 from protocol.limits import ProtocolLimits
 
 _BOM: Final = b"\xef\xbb\xbf"
-_WHITESPACE: Final = b" \t\r\n"
+_NON_WHITESPACE: Final = re.compile(rb"[^ \t\r\n]")
 # Feeding in bounded slices lets the size limit trip after at most one slice of a
 # runaway packet, whatever size the caller's chunks have.
 _MAX_SLICE: Final = 16384
@@ -34,48 +35,61 @@ class EndOfDocument:
 END_OF_DOCUMENT: Final = EndOfDocument()
 
 
-def _prolog_end(buffer: bytes) -> int | None:
-    """Offset of the root start tag, or None while more bytes are needed.
+class _Prolog:
+    """Incremental check of the bytes before the root start tag.
 
-    Raises RemoteProtocolError for a DOCTYPE (or any other declaration) and for bytes
-    that cannot start an XML document."""
-    size = len(buffer)
-    pos = 0
-    if buffer[:3] == _BOM:
-        pos = 3
-    elif _BOM.startswith(buffer[:3]) and size < 3:
-        return None
-    while True:
-        while pos < size and buffer[pos] in _WHITESPACE:
-            pos += 1
-        if pos >= size:
-            return None
-        if buffer[pos] != 0x3C:  # '<'
-            raise RemoteProtocolError(
-                f"broken XML: expected the root start tag, got {buffer[pos : pos + 20]!r}"
-            )
-        if size - pos < 2:
-            return None
-        marker = buffer[pos + 1]
-        if marker == 0x3F:  # '<?': XML declaration or processing instruction
-            end = buffer.find(b"?>", pos + 2)
+    Scanning resumes where it stopped, so a peer trickling the prolog byte by byte costs
+    linear time, not quadratic."""
+
+    __slots__ = ("_pos", "_search_from", "buffer")
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self._pos = -1  # -1: the BOM check is still due
+        self._search_from = 0  # where to resume looking for the end of an unfinished item
+
+    def feed(self, chunk: bytes) -> bool:
+        """Add bytes; True once the root start tag has begun. Raises RemoteProtocolError
+        for a DOCTYPE (or any other declaration) and for bytes that cannot start a
+        document."""
+        buffer = self.buffer
+        buffer += chunk
+        size = len(buffer)
+        if self._pos < 0:
+            if size < 3 and _BOM.startswith(buffer):
+                return False
+            self._pos = 3 if buffer.startswith(_BOM) else 0
+        while True:
+            found = _NON_WHITESPACE.search(buffer, self._pos)
+            if found is None:
+                self._pos = size
+                return False
+            pos = self._pos = found.start()
+            if buffer[pos] != 0x3C:  # '<'
+                got = bytes(buffer[pos : pos + 20])
+                raise RemoteProtocolError(f"broken XML: expected the root start tag, got {got!r}")
+            if size - pos < 2:
+                return False
+            marker = buffer[pos + 1]
+            if marker == 0x3F:  # '<?': XML declaration or processing instruction
+                terminator, skip = b"?>", 2
+            elif marker == 0x21:  # '<!'
+                if size - pos < 4 and b"<!--".startswith(buffer[pos:]):
+                    return False
+                if buffer[pos : pos + 4] != b"<!--":
+                    raise RemoteProtocolError(
+                        "DOCTYPE and other markup declarations are refused "
+                        f"(got {bytes(buffer[pos : pos + 20])!r})"
+                    )
+                terminator, skip = b"-->", 4
+            else:
+                return True
+            end = buffer.find(terminator, max(pos + skip, self._search_from))
             if end < 0:
-                return None
-            pos = end + 2
-        elif marker == 0x21:  # '<!'
-            if size - pos < 4 and b"<!--".startswith(buffer[pos:]):
-                return None
-            if buffer[pos : pos + 4] != b"<!--":
-                raise RemoteProtocolError(
-                    "DOCTYPE and other markup declarations are refused "
-                    f"(got {buffer[pos : pos + 20]!r})"
-                )
-            end = buffer.find(b"-->", pos + 4)
-            if end < 0:
-                return None
-            pos = end + 3
-        else:
-            return pos
+                self._search_from = size - len(terminator) + 1
+                return False
+            self._pos = end + len(terminator)
+            self._search_from = 0
 
 
 class PacketReader:
@@ -95,7 +109,7 @@ class PacketReader:
         self._check_packet_name = check_packet_name
         self._slice = max(1, min(_MAX_SLICE, limits.max_packet_bytes))
         self._incoming: deque[bytes] = deque()
-        self._prolog = b""
+        self._prolog: _Prolog | None = _Prolog()
         self._parser: etree.XMLPullParser | None = None
         self._depth = 0
         self._root: etree._Element | None = None
@@ -152,16 +166,15 @@ class PacketReader:
 
     def _consume(self, chunk: bytes) -> None:
         if self._parser is None:
-            chunk = self._prolog + chunk
-            start = _prolog_end(chunk)
-            if start is None:
-                if len(chunk) > self._limits.max_packet_bytes:
+            assert self._prolog is not None
+            if not self._prolog.feed(chunk):
+                if len(self._prolog.buffer) > self._limits.max_packet_bytes:
                     raise RemoteProtocolError(
                         f"no root start tag within {self._limits.max_packet_bytes} bytes"
                     )
-                self._prolog = chunk
                 return
-            self._prolog = b""
+            chunk = bytes(self._prolog.buffer)
+            self._prolog = None
             self._parser = etree.XMLPullParser(
                 events=("start", "end"),
                 # Safe only because the prolog check refuses every DOCTYPE: no entity

@@ -536,3 +536,30 @@ def test_an_unknown_packet_is_refused_at_its_start_tag() -> None:
 def test_known_packets_still_wait_for_their_end_tag() -> None:
     conn = Conn()
     assert events_of(b'<protocol><room roomId="R">', conn) == []
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("opening", [b"", b"<!--", b"<?xml "])
+def test_a_prolog_trickled_byte_by_byte_is_scanned_in_linear_time(opening: bytes) -> None:
+    # Rescanning the whole prolog on every byte took minutes for 64 KiB.
+    conn = Conn()
+    if opening:
+        conn.receive_data(opening)
+    fed, message = 0, ""
+    for _ in range(70000):
+        conn.receive_data(b" ")
+        fed += 1
+        try:
+            conn.next_event()
+        except RemoteProtocolError as error:
+            message = error.message
+            break
+    assert "no root start tag within 65536 bytes" in message
+    assert fed <= 65536 + 1
+
+
+def test_prolog_items_split_anywhere_still_lead_to_the_root() -> None:
+    prolog = b'\xef\xbb\xbf<?xml version="1.0"?> <!-- a - b ->--> <?pi x?>\n<protocol><join/>'
+    for cut in range(1, len(prolog)):
+        conn = Conn()
+        assert events_of(prolog[:cut], conn) + events_of(prolog[cut:], conn) == [Join(None)]
