@@ -108,7 +108,7 @@ class PacketReader:
         self._limits = limits
         self._check_packet_name = check_packet_name
         self._slice = max(1, min(_MAX_SLICE, limits.max_packet_bytes))
-        self._incoming: deque[bytes] = deque()
+        self._incoming: deque[bytes | memoryview] = deque()
         self._prolog: _Prolog | None = _Prolog()
         self._parser: etree.XMLPullParser | None = None
         self._depth = 0
@@ -152,10 +152,14 @@ class PacketReader:
                 raise self._error
             if not self._incoming:
                 return None
-            chunk = self._incoming.popleft()
-            if len(chunk) > self._slice:
-                self._incoming.appendleft(chunk[self._slice :])
-                chunk = chunk[: self._slice]
+            pending = self._incoming.popleft()
+            if len(pending) > self._slice:
+                # A view of the rest, so a huge chunk is not copied once per slice.
+                view = memoryview(pending)
+                self._incoming.appendleft(view[self._slice :])
+                chunk = bytes(view[: self._slice])
+            else:
+                chunk = bytes(pending)
             try:
                 self._consume(chunk)
             except RemoteProtocolError as error:
