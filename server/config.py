@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -486,14 +487,16 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
             if option is None:
                 warnings.append(f"{where}: unknown key {prop.key!r} ignored")
                 continue
-            values[option.attribute] = _convert(option.parse, prop.value, f"{where}: {prop.key}")
-            sources[option.attribute] = where
+            source = f"{where}: {prop.key}"
+            values[option.attribute] = _convert(option.parse, prop.value, source)
+            sources[option.attribute] = source
 
     for attribute, raw in arguments.items():
         flag = _flag_name(attribute)
         parse = _parser_for(attribute)
-        values[attribute] = _convert(parse, raw, f"command line: {flag}")
-        sources[attribute] = "command line"
+        source = f"command line: {flag}"
+        values[attribute] = _convert(parse, raw, source)
+        sources[attribute] = source
 
     if values["password"] is None:
         warnings.append(
@@ -527,16 +530,53 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
             f"exceeds hard timeout {settings.hard_timeout:g} s "
             f"({sources.get('hard_timeout', 'default')})"
         )
+    # Problems that would otherwise only show after the first game, when results are lost.
+    try:
+        if settings.results_file is not None:
+            _check_writable_file(settings.results_file, "results file", sources["results_file"])
+        if settings.save_replay:
+            _check_writable_directory(
+                settings.replay_dir, "replay directory", sources.get("replay_dir", "default")
+            )
+    except OSError as error:
+        raise ConfigError(f"cannot check {error.filename}: {error.strerror}") from None
     if settings.load_game_file is not None:
         from server.replays import load_start_state
 
-        settings = replace(
-            settings,
-            start_state=load_start_state(settings.load_game_file, settings.turn),
-        )
+        start_state = load_start_state(settings.load_game_file, settings.turn)
+        settings = replace(settings, start_state=start_state)
+        if start_state.is_over:
+            warnings.append(
+                f"loadGameFile {settings.load_game_file}: the game is already over at turn "
+                f"{start_state.turn}; every game started from it ends at once"
+            )
     elif "turn" in sources:
-        warnings.append(f"{sources['turn']}: turn is ignored without loadGameFile")
+        warnings.append(f"{sources['turn']} is ignored without loadGameFile")
     return settings, warnings
+
+
+def _check_writable_file(path: Path, what: str, source: str) -> None:
+    if path.is_dir():
+        raise ConfigError(f"{source}: {what} {path} is a directory")
+    if path.exists():
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{source}: {what} {path} is not writable")
+        return
+    _check_writable_directory(path.parent, f"directory of the {what}", source)
+
+
+def _check_writable_directory(path: Path, what: str, source: str) -> None:
+    """`path` is a writable directory or can be created (its nearest existing ancestor is a
+    writable directory)."""
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{source}: {what} {path}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"{source}: {what} {path}: {existing} is not writable")
 
 
 def _read_properties(path: Path, *, required: bool) -> str | None:
@@ -549,7 +589,8 @@ def _read_properties(path: Path, *, required: bool) -> str | None:
     except OSError as error:
         raise ConfigError(f"cannot read properties file {path}: {error.strerror}") from None
     try:
-        return data.decode("utf-8")
+        # utf-8-sig: editors on Windows put a byte-order mark in front of the first key.
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         # java.util.Properties reads ISO-8859-1; accept such files too.
         return data.decode("latin-1")

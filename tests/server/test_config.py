@@ -333,3 +333,68 @@ def test_bad_command_line_values(tmp_path: Path, argv: list[str], fragments: lis
 def test_turn_without_load_game_file_warns(tmp_path: Path) -> None:
     _settings, warnings = parse_settings(["--turn", "4"], tmp_path)
     assert any("turn is ignored" in w for w in warnings)
+
+
+def test_byte_order_mark_is_ignored(tmp_path: Path) -> None:
+    (tmp_path / "server.properties").write_bytes("\ufeffpassword=bom\n".encode())
+    settings, warnings = parse_settings([], tmp_path)
+    assert settings.password == "bom"
+    assert warnings == []
+
+
+def test_unreadable_default_file_falls_back_to_defaults_with_warning(tmp_path: Path) -> None:
+    (tmp_path / "server.properties").mkdir()  # exists, but cannot be read as a file
+    settings, warnings = parse_settings([], tmp_path)
+    assert settings.password == DEFAULT_PASSWORD
+    assert len(warnings) == 1 and "cannot read" in warnings[0]
+
+
+def test_results_file_in_new_directories_is_accepted(tmp_path: Path) -> None:
+    settings = load_settings(["--results", "a/b/results.jsonl"], tmp_path)
+    assert settings.results_file == tmp_path / "a" / "b" / "results.jsonl"
+    assert not (tmp_path / "a").exists()  # created on the first write, not now
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragments"),
+    [
+        (["--results", "dir"], ["--results", "is a directory"]),
+        (["--results", "file/results.jsonl"], ["--results", "file is not a directory"]),
+        (["--saveReplay", "--replay-dir", "file"], ["replay directory", "not a directory"]),
+        (["--saveReplay", "--replay-dir", "file/sub"], ["replay directory", "not a directory"]),
+    ],
+)
+def test_unusable_output_paths_fail_at_start(
+    tmp_path: Path, argv: list[str], fragments: list[str]
+) -> None:
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_settings(argv, tmp_path)
+    for fragment in fragments:
+        assert fragment in str(error.value)
+
+
+def test_replay_dir_is_not_checked_without_save_replay(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    assert load_settings(["--replay-dir", "file"], tmp_path).replay_dir == tmp_path / "file"
+
+
+def test_load_game_file_at_a_finished_game_warns(tmp_path: Path) -> None:
+    from engine import GameState
+    from protocol.messages import Memento
+    from protocol.replay import write_replay
+
+    state = GameState.initial(seed=11)
+    packets = [Memento("r", state)]
+    while not state.is_over:
+        state = state.apply(state.legal_moves()[0])
+        packets.append(Memento("r", state))
+    (tmp_path / "game.xml").write_bytes(write_replay("r", packets))
+    settings, warnings = parse_settings(
+        ["--loadGameFile", "game.xml", "--turn", str(state.turn)], tmp_path
+    )
+    assert settings.start_state == state
+    assert any("already over" in warning for warning in warnings)
+    _settings, early = parse_settings(["--loadGameFile", "game.xml"], tmp_path)
+    assert early == []

@@ -132,3 +132,11 @@ def test_game_record_describes_players_scores_and_winner() -> None:
     assert players_out[0]["violationDetail"] == "LOST_CONNECTION"
     assert "violation" not in players_out[1]
     assert players_out[1]["swarm"] == result.scores[1][1][1]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_full_disk_is_logged_not_raised() -> None:
+    with structlog.testing.capture_logs() as logs:
+        ResultsLog(Path("/dev/full")).append({"room": "lost"})
+    assert [entry["log_level"] for entry in logs] == ["error"]
+    assert "No space" in logs[0]["error"] or "28" in logs[0]["error"]
