@@ -456,3 +456,9 @@ def test_result_fast_path_equals_the_generic_rendering(indent: int) -> None:
 
     message = ResultMessage("R&", _result(Team.ONE, False, "x 'y'", ("a", "")))
     assert message.to_xml(indent) == render_standalone(message.node(), indent)
+
+
+def test_lone_surrogates_cannot_break_sending() -> None:
+    # Java's encoder writes '?' for an unpaired surrogate; we must never raise instead.
+    data = ServerConnection().send(ErrorPacket("bad \ud800 name", Join("x\udfffy")))
+    assert b"bad ? name" in data and b'gameType="x?y"' in data
