@@ -270,7 +270,8 @@ server_uid="$(docker top "$server" -eo pid,uid,args | awk '/piranhas-server/ {pr
 # The published port answers the protocol from the host, and the password from the secret
 # really is the admin password.
 port="$(compose port gameserver 13050 | awk -F: '{print $NF}')"
-PYTHONPATH="$REPO" python3 -m server.healthcheck --host 127.0.0.1 --port "$port" --timeout 5 \
+# (The check is stdlib-only: the host's python3 runs it as a plain script.)
+python3 "$REPO/server/healthcheck.py" --host 127.0.0.1 --port "$port" --timeout 5 \
   || die "health check from the host failed"
 python3 - "$port" "$(head -n1 "$REPO/docker/admin-password.example")" <<'EOF' || die "admin login failed"
 import socket, sys

@@ -6,7 +6,8 @@ the listener accepts, the parser reads and the lobby answers, without creating r
 touching games. Exit 0 when healthy, 1 otherwise (Docker's HEALTHCHECK convention).
 
 Only the standard library is used, with blocking sockets, so the check is cheap to start and
-cannot be confused by the server's own event loop.
+cannot be confused by the server's own event loop. Keep it that way: .ci/docker-smoke.sh runs
+this file with a bare python3 that has none of the project's dependencies.
 """
 
 from __future__ import annotations
