@@ -41,7 +41,7 @@ INITIATED_DISCONNECT = "INITIATED_DISCONNECT"
 
 _numbers = itertools.count(1)
 
-_Outgoing = tuple[ServerMessage, Callable[[float], None] | None]
+_Outgoing = tuple[bytes, Callable[[float], None] | None]
 
 
 class Connection:
@@ -72,7 +72,15 @@ class Connection:
         if not self._accepting:
             return
         try:
-            self._outbox_in.send_nowait((message, on_sent))
+            # Rendered now, in the lobby's order: the receivers of one broadcast state render
+            # it back to back, so the protocol's small state cache makes that once per move.
+            data = self._protocol.send(message)
+        except Exception:
+            log.exception("cannot render a message", peer=self.name, message=repr(message))
+            self._stop(UNKNOWN, abort=True)
+            return
+        try:
+            self._outbox_in.send_nowait((data, on_sent))
         except trio.WouldBlock:
             log.warning(
                 "slow reader: send queue full, disconnecting",
@@ -181,7 +189,7 @@ class Connection:
                             batch.append(outbox.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
-                    data = b"".join([protocol.send(message) for message, _ in batch])
+                    data = b"".join([chunk for chunk, _ in batch])
                     with trio.move_on_after(SEND_TIMEOUT) as too_slow:
                         await self._stream.send_all(data)
                     if too_slow.cancelled_caught:
