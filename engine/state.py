@@ -224,7 +224,25 @@ class GameState:
 
     def rows(self) -> list[list[FieldState]]:
         """A fresh copy of the board, rows[y][x] with rows[0] the bottom row."""
-        return [[self.field(x, y) for x in range(self.width)] for y in range(self.height)]
+        # Hot path (every memento): visit only the set bits instead of testing all fields.
+        geo = self._geo
+        stride = geo.stride
+        flat = [FieldState.EMPTY] * (geo.height * stride)
+        ge2, ge3 = self._ge2, self._ge3
+        for mask, field in (
+            (self._squid, FieldState.SQUID),
+            (self._one & ~ge2, FieldState.ONE_S),
+            (self._one & ge2 & ~ge3, FieldState.ONE_M),
+            (self._one & ge3, FieldState.ONE_L),
+            (self._two & ~ge2, FieldState.TWO_S),
+            (self._two & ge2 & ~ge3, FieldState.TWO_M),
+            (self._two & ge3, FieldState.TWO_L),
+        ):
+            while mask:
+                low = mask & -mask
+                flat[low.bit_length() - 1] = field
+                mask ^= low
+        return [flat[y * stride : y * stride + geo.width] for y in range(geo.height)]
 
     def _team_mask(self, team: Team) -> int:
         return self._one if team is Team.ONE else self._two
