@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import socket
+from dataclasses import replace
 
 import structlog
 import trio
@@ -11,6 +12,7 @@ import trio
 from server.config import Settings
 from server.connection import CLOSE_GRACE, Connection
 from server.lobby import GAME_TYPE, SHUTDOWN_REASON, Lobby
+from server.replays import load_start_state
 
 log = structlog.get_logger("server.app")
 
@@ -27,6 +29,11 @@ async def serve(
     aborted result that is sent to the clients (result, then left) and recorded before this
     returns."""
     stop = stop if stop is not None else trio.Event()
+    if settings.load_game_file is not None and settings.start_state is None:
+        # load_settings does this already; settings built in code may not have.
+        settings = replace(
+            settings, start_state=load_start_state(settings.load_game_file, settings.turn)
+        )
     lobby = Lobby(settings)
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]

@@ -28,6 +28,7 @@ from protocol.messages import (
     RoomError,
     WelcomeMessage,
 )
+from protocol.replay import read_replay
 from server.lobby import GAME_TYPE
 
 from .conftest import FakePeer, Harness
@@ -333,3 +334,26 @@ async def test_timers_do_not_leak_after_games(make_harness, autojump_clock) -> N
     # Every timer of the room was cancelled or fired; none may hold the room alive.
     assert harness.lobby.rooms == {}
     assert len(harness.lobby.timers) == 0
+
+
+async def test_replay_holds_player_mementos_rule_error_and_result(
+    make_harness, tmp_path: Path
+) -> None:
+    harness, one, two, room_id = await start_game(
+        make_harness, save_replay=True, replay_dir=tmp_path
+    )
+    first = one.last_state()
+    harness.move(one, room_id, first.legal_moves()[0])
+    harness.move(two, room_id, Move(0, 0, Direction.UP))  # an empty corner: rule violation
+    await harness.settle()
+    (path,) = tmp_path.iterdir()
+    assert path.name.startswith("replay_swc_2026_piranhas_") and path.name.endswith("__.xml")
+    data = path.read_bytes()
+    replay = read_replay(data)
+    assert [state.turn for state in replay.states] == [0, 1]
+    assert replay.states[0] == first
+    sent = result_of(one).result
+    assert replay.result is not None
+    assert (replay.result.winner, replay.result.reason) == (sent.winner, sent.reason)
+    assert [score for _, score in replay.result.scores] == [score for _, score in sent.scores]
+    assert data.count(b'<data class="error"') == 1
