@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
+from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import structlog
@@ -63,49 +65,58 @@ async def serve(
             if not connections:
                 all_closed.set()
 
-    async with trio.open_nursery() as nursery:
-        await nursery.start(lobby.run)
-        async with trio.open_nursery() as connection_nursery:
-            accept_scope = trio.CancelScope()
+    with contextlib.ExitStack() as exit_stack:
+        signals = _signal_receiver(exit_stack) if handle_signals else None
+        async with trio.open_nursery() as nursery:
+            await nursery.start(lobby.run)
+            if signals is not None:
+                nursery.start_soon(_stop_on_signal, signals, stop)
+            async with trio.open_nursery() as connection_nursery:
+                accept_scope = trio.CancelScope()
 
-            async def accept() -> None:
-                with accept_scope:
-                    await trio.serve_listeners(
-                        handle, listeners, handler_nursery=connection_nursery
-                    )
+                async def accept() -> None:
+                    with accept_scope:
+                        await trio.serve_listeners(
+                            handle, listeners, handler_nursery=connection_nursery
+                        )
 
-            connection_nursery.start_soon(accept)
-            log.info(
-                "listening",
-                host=settings.host,
-                port=port,
-                game_type=GAME_TYPE,
-                connect_a_bot=f"start.sh -h {settings.host} -p {port}  (socha: --host/--port)",
-            )
-            task_status.started(port)
-            if handle_signals:
-                nursery.start_soon(_watch_signals, stop)
-            await stop.wait()
+                connection_nursery.start_soon(accept)
+                log.info(
+                    "listening",
+                    host=settings.host,
+                    port=port,
+                    game_type=GAME_TYPE,
+                    connect_a_bot=f"start.sh -h {settings.host} -p {port}",
+                )
+                task_status.started(port)
+                await stop.wait()
 
-            log.info("shutting down", open_rooms=len(lobby.rooms), connections=len(connections))
-            accept_scope.cancel()
-            await lobby.shutdown(SHUTDOWN_REASON)
-            for connection in list(connections):
-                connection.close()
-            with trio.move_on_after(CLOSE_GRACE + 1):
-                await all_closed.wait()
-            connection_nursery.cancel_scope.cancel()
-        nursery.cancel_scope.cancel()
+                log.info("shutting down", open_rooms=len(lobby.rooms), connections=len(connections))
+                accept_scope.cancel()
+                for listener in listeners:
+                    await trio.aclose_forcefully(listener)
+                await lobby.shutdown(SHUTDOWN_REASON)
+                for connection in list(connections):
+                    connection.close()
+                with trio.move_on_after(CLOSE_GRACE + 1):
+                    await all_closed.wait()
+                connection_nursery.cancel_scope.cancel()
+            nursery.cancel_scope.cancel()
     log.info("server stopped")
 
 
-async def _watch_signals(stop: trio.Event) -> None:
+def _signal_receiver(exit_stack: contextlib.ExitStack) -> AsyncIterator[int] | None:
+    """Catch SIGINT/SIGTERM from now on (before clients can connect), or None where signals
+    cannot be caught (not the main thread, e.g. embedded in a test)."""
     try:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                log.info("signal received", signal=signal.Signals(signum).name)
-                stop.set()
-                return
+        return exit_stack.enter_context(trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM))
     except RuntimeError:
-        # Not the main thread (e.g. embedded in a test): only `stop` ends the server.
         log.debug("signal handling unavailable outside the main thread")
+        return None
+
+
+async def _stop_on_signal(signals: AsyncIterator[int], stop: trio.Event) -> None:
+    async for signum in signals:
+        log.info("signal received", signal=signal.Signals(signum).name)
+        stop.set()
+        return

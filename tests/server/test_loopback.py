@@ -4,6 +4,8 @@ every message sequence of spec §4 and the violation and disconnect cases of §5
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -282,3 +284,25 @@ async def test_shutdown_sends_and_records_aborted_results(tmp_path: Path) -> Non
     record = json.loads(results.read_text().splitlines()[0])
     assert record["room"] == room_id
     assert record["end"] == "shutdown"
+
+
+async def test_sigterm_ends_games_gracefully() -> None:
+    settings = Settings(host="127.0.0.1", port=0)
+    done = trio.Event()
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+
+            async def run(task_status: trio.TaskStatus[int]) -> None:
+                await serve(settings, task_status=task_status)
+                done.set()
+
+            port: int = await nursery.start(run)
+            server = Server(port, trio.Event(), done)
+            one, two, _ = await join_pair(server)
+            await one.receive_until(MoveRequest)
+            os.kill(os.getpid(), signal.SIGTERM)
+            for client in (one, two):
+                messages = await client.receive_until(Left)
+                assert messages[-2].result.reason == SHUTDOWN_REASON  # type: ignore[union-attr]
+                await client.expect_closed()
+            await done.wait()
