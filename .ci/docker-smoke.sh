@@ -66,6 +66,9 @@ cleanup() {
       kill -KILL "$dockerd_pid"
     fi
     wait "$dockerd_pid" 2>/dev/null
+    if [[ $(cat "$CACHE/dockerd.pid" 2>/dev/null) == "$dockerd_pid" ]]; then
+      rm -f "$CACHE/dockerd.pid"
+    fi
   fi
   if [[ -n $tmp ]]; then
     # The exec-root may hold mounts only if dockerd died hard; never delete through them.
@@ -153,7 +156,8 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
     fi
     [[ -n $mirror ]] || die "no Debian mirror found in apt's configuration"
     log "debootstrap bookworm (minbase) from $mirror"
-    debootstrap --variant=minbase bookworm "$tmp/rootfs" "$mirror" >"$tmp/debootstrap.log" 2>&1 \
+    timeout 900 debootstrap --variant=minbase bookworm "$tmp/rootfs" "$mirror" \
+      >"$tmp/debootstrap.log" 2>&1 \
       || { tail -20 "$tmp/debootstrap.log" >&2; die "debootstrap failed"; }
     rm -rf "$tmp"/rootfs/var/cache/apt/archives/*.deb "$tmp"/rootfs/var/lib/apt/lists/*
     tar -C "$tmp/rootfs" -cf "$rootfs_tar.part" .
@@ -206,7 +210,8 @@ for target in server bot; do
   image=$SERVER_IMAGE
   [[ $target == bot ]] && image=$BOT_IMAGE
   log "building $image (target $target)"
-  docker build --quiet --target "$target" --tag "$image" "$tmp/ctx" >"$tmp/build-$target.log" 2>&1 \
+  timeout 900 "$DOCKER" build --quiet --target "$target" --tag "$image" "$tmp/ctx" \
+    >"$tmp/build-$target.log" 2>&1 \
     || { tail -40 "$tmp/build-$target.log" >&2; die "docker build --target $target failed"; }
 done
 
@@ -232,7 +237,8 @@ compose_up=true
 # Containers of an earlier run that was killed hard would otherwise be reused.
 compose down --volumes --remove-orphans >/dev/null 2>&1 || true
 log "docker-compose up (server + two bots)"
-compose up --detach --no-build >"$tmp/compose-up.log" 2>&1 \
+timeout 300 "$COMPOSE" --project-name "$PROJECT" --project-directory "$tmp/ctx" \
+  --file "$tmp/ctx/docker-compose.yml" up --detach --no-build >"$tmp/compose-up.log" 2>&1 \
   || { cat "$tmp/compose-up.log" >&2; die "docker-compose up failed"; }
 
 container_of() { compose ps --quiet "$1"; }
