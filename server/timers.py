@@ -19,16 +19,20 @@ log = structlog.get_logger("server.timers")
 
 
 class Timer:
-    """A scheduled callback; `cancel()` makes sure it never runs."""
+    """A scheduled callback; `cancel()` makes sure it never runs (and drops the callback,
+    so whatever it refers to is freed at once, not when the deadline comes)."""
 
-    __slots__ = ("_callback", "deadline")
+    __slots__ = ("_callback", "_owner", "deadline")
 
-    def __init__(self, deadline: float, callback: Callable[[], None]) -> None:
+    def __init__(self, deadline: float, callback: Callable[[], None], owner: Timers) -> None:
         self.deadline = deadline
         self._callback: Callable[[], None] | None = callback
+        self._owner = owner
 
     def cancel(self) -> None:
-        self._callback = None
+        if self._callback is not None:
+            self._callback = None
+            self._owner._cancelled()
 
     @property
     def active(self) -> bool:
@@ -51,9 +55,10 @@ class Timers:
         self._heap: list[tuple[float, int, Timer]] = []
         self._order = itertools.count()  # breaks deadline ties in scheduling order
         self._sleep: trio.CancelScope | None = None
+        self._cancelled_count = 0
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
-        timer = Timer(deadline, callback)
+        timer = Timer(deadline, callback, self)
         heapq.heappush(self._heap, (deadline, next(self._order), timer))
         if self._sleep is not None and deadline < self._sleep.deadline:
             self._sleep.deadline = deadline
@@ -64,6 +69,15 @@ class Timers:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+    def _cancelled(self) -> None:
+        # Most hard timeouts are cancelled by the move; drop them in bulk now and then so
+        # the heap holds about the live timers only.
+        self._cancelled_count += 1
+        if self._cancelled_count > 1024 and self._cancelled_count * 2 > len(self._heap):
+            self._heap = [entry for entry in self._heap if entry[2].active]
+            heapq.heapify(self._heap)
+            self._cancelled_count = 0
 
     async def run(self) -> None:
         """Serve the timers forever (until cancelled)."""
@@ -76,5 +90,7 @@ class Timers:
             now = trio.current_time()
             while self._heap and self._heap[0][0] <= now:
                 _, _, timer = heapq.heappop(self._heap)
+                if not timer.active:
+                    self._cancelled_count -= 1
                 # A timer's callback may schedule further timers; the heap stays consistent.
                 timer._fire()
