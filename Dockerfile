@@ -3,12 +3,13 @@
 #   docker build -t piranhas-server .                   # the server (last stage = default target)
 #   docker build --target bot -t piranhas-bot .         # the example bot
 #
-# Works with the classic builder and BuildKit, with or without a registry mirror of PyPI.
-# Optional build input: wheels in docker/wheels/ are preferred and, when they cover
-# everything, pip never touches the network (for machines whose HTTPS goes through a proxy
-# the container does not trust; .ci/docker-smoke.sh fills it with `pip wheel`). The directory
-# is empty in the repository, so elsewhere pip installs from PyPI as usual.
+# Works with the classic builder and with BuildKit. Optional build input: wheels in
+# docker/wheels/ are preferred and, when they cover everything, pip never touches the network
+# (for machines whose HTTPS goes through a proxy that containers do not trust;
+# .ci/docker-smoke.sh fills it with `pip download`). The directory is empty in the repository,
+# so elsewhere pip installs from PyPI as usual.
 
+# Any Debian-based image whose python3 is 3.11 or newer.
 ARG BASE_IMAGE=debian:bookworm-slim
 
 # --- common base: Debian's Python 3.11, tini as PID 1, a virtualenv ---------------------------
