@@ -288,7 +288,9 @@ class Lobby:
                 if slot.peer is peer:
                     slot.connected = False
                     slot.violate(Violation(ViolationKind.LEFT, cause))
-            self._finish(room)
+            # Official removePlayer → cancel(): slots nobody joined count as NOT_CONNECTED,
+            # so a never-joined player cannot win a prepared room its opponent left.
+            self._cancel(room)
 
     def is_busy(self, peer: Peer) -> bool:
         """Admin, player or observer: such a connection is never closed for being idle."""

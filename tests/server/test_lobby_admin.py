@@ -342,3 +342,18 @@ async def test_disconnected_observer_gets_nothing_more(make_harness) -> None:
     harness.send(one, JoinPrepared(first))
     harness.send(two, JoinPrepared(second))
     assert admin.messages == [Prepared(room_id, (first, second)), Observed(room_id)]
+
+
+async def test_player_leaving_a_half_joined_prepared_room_makes_nobody_win(make_harness) -> None:
+    harness, admin = await admin_harness(make_harness)
+    room_id, (first, _) = prepare(harness, admin)
+    harness.send(admin, Observe(room_id))
+    one = harness.peer("one")
+    harness.send(one, JoinPrepared(first))
+    harness.lobby.disconnect(one, "LOST_CONNECTION")
+    result = admin.of(ResultMessage)[0].result
+    assert result.winner is None
+    assert not result.regular
+    assert result.reason == "Alle Spieler hat das Spiel verlassen: LOST_CONNECTION"
+    await harness.settle()
+    assert admin.messages[-1] == Left(room_id)
