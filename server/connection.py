@@ -65,6 +65,7 @@ class Connection:
         self._write_scope = trio.CancelScope()
         self._stop_cause: str | None = None  # why the server ended the reading
         self._abort = False  # drop what is queued: the client cannot take it
+        self._left_lobby = False
 
     # ------------------------------------------------------------------ Peer
 
@@ -107,11 +108,7 @@ class Connection:
                     cause = await self._read_loop()
                 if self._stop_cause is not None:
                     cause = self._stop_cause
-                self._accepting = False
-                try:
-                    self._lobby.disconnect(self, cause)
-                except Exception:
-                    log.exception("lobby failed to handle a disconnect", peer=self.name)
+                self._leave_lobby(cause)
                 self._outbox_in.close()
                 self._write_scope.deadline = min(
                     self._write_scope.deadline, trio.current_time() + CLOSE_GRACE
@@ -119,7 +116,19 @@ class Connection:
                 if self._abort:
                     self._write_scope.cancel()
         finally:
+            # Cancelled from outside (server stop): the lobby must still forget this peer.
+            self._leave_lobby(INITIATED_DISCONNECT)
             await trio.aclose_forcefully(self._stream)
+
+    def _leave_lobby(self, cause: str) -> None:
+        self._accepting = False
+        if self._left_lobby:
+            return
+        self._left_lobby = True
+        try:
+            self._lobby.disconnect(self, cause)
+        except Exception:
+            log.exception("lobby failed to handle a disconnect", peer=self.name)
 
     def _stop(self, cause: str, *, abort: bool = False) -> None:
         if self._stop_cause is None:

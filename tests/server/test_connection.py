@@ -230,3 +230,21 @@ async def test_server_close_flushes_and_ends_the_stream(make_harness, nursery) -
         pass
     else:
         raise AssertionError("the stream should be over")
+
+
+async def test_a_connection_cancelled_from_outside_leaves_the_lobby(make_harness) -> None:
+    harness: Harness = await make_harness()
+    opponent = harness.peer("opponent")
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    client = RawClient(client_stream)
+    async with trio.open_nursery() as nursery:
+        connection = Connection(server_stream, harness.lobby, harness.lobby.settings, "test")
+        nursery.start_soon(connection.run)
+        with trio.fail_after(5):
+            await client.send(Join())
+            await client.expect(Joined)
+        harness.send(opponent, Join())
+        nursery.cancel_scope.cancel()
+    assert connection not in harness.lobby._members
+    result = opponent.of(ResultMessage)[0].result
+    assert result.reason == "ONE hat das Spiel verlassen: INITIATED_DISCONNECT"
