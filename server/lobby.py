@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import hmac
+import itertools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -130,6 +131,7 @@ class Slot:
     peer: Peer | None = None
     connected: bool = False
     violation: Violation | None = None
+    filled: int = 0  # when a connection took the slot (lobby-wide order)
 
     @property
     def free(self) -> bool:
@@ -221,6 +223,7 @@ class Lobby:
         self.rooms: dict[str, Room] = {}
         self._joinable: dict[str, Room] = {}  # rooms <join> may enter, oldest first
         self._reservations: dict[str, tuple[Room, Slot]] = {}
+        self._fill_order = itertools.count(1)
         self._members: dict[Peer, _Member] = {}
         self._admins: dict[Peer, None] = {}
         self._closing_rooms = 0
@@ -284,10 +287,13 @@ class Lobby:
         for room in member.rooms:
             if room.status is RoomStatus.OVER:
                 continue
-            for slot in room.slots:
-                if slot.peer is peer:
-                    slot.connected = False
-                    slot.violate(Violation(ViolationKind.LEFT, cause))
+            mine = [slot for slot in room.slots if slot.peer is peer]
+            for slot in mine:
+                slot.connected = False
+            # Officially each filled slot listens to the connection, in fill order; the first
+            # one's removePlayer ends the game, so only that player is the leaver (matters when
+            # one connection holds both slots).
+            min(mine, key=lambda slot: slot.filled).violate(Violation(ViolationKind.LEFT, cause))
             # Official removePlayer → cancel(): slots nobody joined count as NOT_CONNECTED,
             # so a never-joined player cannot win a prepared room its opponent left.
             self._cancel(room)
@@ -367,6 +373,7 @@ class Lobby:
     def _fill(self, room: Room, slot: Slot, peer: Peer, member: _Member) -> None:
         slot.peer = peer
         slot.connected = True
+        slot.filled = next(self._fill_order)
         if room not in member.rooms:
             member.rooms.append(room)
         if not room.joinable:
@@ -591,8 +598,12 @@ class Lobby:
         if slot is None:
             raise ClientError(f"{_ROOM_EXCEPTION}: Client is not a member of game {room.id}")
         pending = room.pending
-        if room.status is RoomStatus.ACTIVE and slot.team is not room.state.current_team:
-            active = room.slots[room.state.current_team.value]
+        # Official onAction checks the turn first, whatever the room's status: also before the
+        # start and while paused (spec §5.3 step 2). A team without a slot yet (a <join> room
+        # started from an odd turn) cannot be "expected"; that move is simply not requested.
+        team = room.state.current_team
+        if slot.team is not team and team.value < len(room.slots):
+            active = room.slots[team.value]
             self._process_violation(
                 room,
                 slot,
@@ -635,7 +646,8 @@ class Lobby:
         slot.violate(Violation(ViolationKind.PROCESS_VIOLATION, message))
         if slot.connected and slot.peer is not None:
             slot.peer.send(RoomError(room.id, message, move))
-        self._finish(room)
+        # Official GameRoom.onEvent calls cancel(): slots nobody joined count as NOT_CONNECTED.
+        self._cancel(room)
 
     def _rule_violation(self, room: Room, slot: Slot, move: Move, error: InvalidMoveError) -> None:
         log.info("rule violation", room=room.id, team=slot.team.name, error=str(error))
@@ -646,7 +658,7 @@ class Lobby:
             slot.peer.send(room_error)
         self._to_observers(room, room_error)
         room.record(room_error)
-        self._finish(room)
+        self._cancel(room)
 
     # ------------------------------------------------------------------ ends
 
