@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -51,16 +52,17 @@ from protocol.messages import (  # noqa: E402
 )
 
 PASSWORD = "bench"
+THINK_RANDOM = random.Random(2026)
 GAME_TYPE = "swc_2026_piranhas"
 
 
 @dataclass
 class Stats:
+    start: float  # the measured window: [start, deadline)
     deadline: float
     verify: bool = False
-    think: float = 0.0  # seconds a client waits before answering a moveRequest
-    moves: int = 0  # sent before the deadline
-    all_moves: int = 0  # including games finished after the deadline
+    think: float = 0.0  # mean seconds a client waits before answering a moveRequest
+    moves: int = 0  # sent within the window
     games: int = 0
     latencies: list[float] = field(default_factory=list)
 
@@ -165,10 +167,11 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
             head = packet[:200]
             if b'class="moveRequest"' in head:
                 now = time.perf_counter()
-                if game.sent_at is not None and now < stats.deadline:
+                if game.sent_at is not None and stats.start <= game.sent_at < stats.deadline:
                     stats.latencies.append(now - game.sent_at)
                 if stats.think:
-                    await trio.sleep(stats.think)
+                    # Exponential think times keep the games from moving in lockstep.
+                    await trio.sleep(THINK_RANDOM.expovariate(1 / stats.think))
                 state = game.state
                 assert state is not None, "moveRequest before any memento"
                 move = state.legal_moves()[0]
@@ -177,8 +180,7 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
                 game.state = state.apply(move)
                 game.sent_at = time.perf_counter()
                 await client.stream.send_all(client.connection.send(MovePacket(room, move)))
-                stats.all_moves += 1
-                if game.sent_at < stats.deadline:
+                if stats.start <= game.sent_at < stats.deadline:
                     stats.moves += 1
             elif b'class="memento"' in head:
                 if game.state is None or stats.verify:
@@ -189,7 +191,7 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
                     elif game.state is None:
                         game.state = message.state
             elif b'class="result"' in head:
-                if time.perf_counter() < stats.deadline:
+                if stats.start <= time.perf_counter() < stats.deadline:
                     stats.games += 1
                 if stats.verify:
                     assert isinstance(client.decode(packet), ResultMessage)
@@ -198,12 +200,37 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
     await client.stream.aclose()
 
 
+@dataclass
+class Window:
+    """CPU seconds used during the measured window."""
+
+    server_cpu: float = 0.0
+    client_cpu: float = 0.0
+
+
 async def run_level(
-    port: int, concurrency: int, seconds: float, verify: bool = False, think: float = 0.0
-) -> Stats:
-    """`concurrency` game loops, each playing prepared games back to back until the end of
-    the window; games running at the deadline are finished but no longer counted."""
-    stats = Stats(deadline=time.perf_counter() + seconds, verify=verify, think=think)
+    port: int,
+    concurrency: int,
+    seconds: float,
+    server_pid: int,
+    verify: bool = False,
+    think: float = 0.0,
+    ramp: float = 1.0,
+) -> tuple[Stats, Window]:
+    """`concurrency` game loops, each playing prepared games back to back. Moves are counted
+    in a window of `seconds` that opens `ramp` seconds after the start (once every game
+    runs); games running at its end are finished but no longer counted."""
+    now = time.perf_counter()
+    stats = Stats(start=now + ramp, deadline=now + ramp + seconds, verify=verify, think=think)
+    window = Window()
+
+    async def measure_cpu() -> None:
+        await trio.sleep_until(trio.current_time() + ramp)
+        server_before, client_before = cpu_seconds(server_pid), time.process_time()
+        await trio.sleep_until(trio.current_time() + seconds)
+        window.server_cpu = cpu_seconds(server_pid) - server_before
+        window.client_cpu = time.process_time() - client_before
+
     admin = await Client.connect(port)
     await admin.send(Authenticate(PASSWORD))
     prepare_lock = trio.Lock()
@@ -228,10 +255,11 @@ async def run_level(
                 nursery.start_soon(play, port, second, game, stats)
 
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(measure_cpu)
         for _ in range(concurrency):
             nursery.start_soon(game_loop)
     await admin.stream.aclose()
-    return stats
+    return stats, window
 
 
 def free_port() -> int:
@@ -279,8 +307,8 @@ def main() -> None:
         "--think-ms",
         type=float,
         default=0.0,
-        help="clients wait this long before answering (open the closed loop: with 0 the "
-        "server is always saturated and latency = concurrency / throughput)",
+        help="clients wait a random time with this mean before answering (opens the closed "
+        "loop: with 0 the server is always saturated and latency = concurrency / throughput)",
     )
     parser.add_argument("--profile", metavar="FILE", help="run the server under cProfile")
     parser.add_argument(
@@ -316,7 +344,7 @@ def main() -> None:
         os.sched_setaffinity(0, set(cpus) - {args.server_cpu})
     try:
         wait_until_listening(port, process)
-        trio.run(run_level, port, 2, 1.0)  # warm-up, not reported
+        trio.run(run_level, port, 2, 1.0, process.pid)  # warm-up, not reported
         print(f"server: {' '.join(command[1:])}  (pinned to CPU {args.server_cpu}: {pinned})")
         print(
             f"clients: one trio process on CPUs {sorted(os.sched_getaffinity(0))}, "
@@ -327,22 +355,25 @@ def main() -> None:
             f"{'server CPU':>10} {'CPU µs/move':>11} {'client CPU':>10} {'games done':>10}"
         )
         for concurrency in levels:
-            cpu_before, wall_before = cpu_seconds(process.pid), time.perf_counter()
-            client_before = time.process_time()
-            stats = trio.run(
-                run_level, port, concurrency, args.seconds, args.verify, args.think_ms / 1000
+            stats, window = trio.run(
+                run_level,
+                port,
+                concurrency,
+                args.seconds,
+                process.pid,
+                args.verify,
+                args.think_ms / 1000,
             )
-            cpu_used = cpu_seconds(process.pid) - cpu_before
-            wall = time.perf_counter() - wall_before
-            client_cpu = (time.process_time() - client_before) / wall
+            server_cpu = window.server_cpu / args.seconds
+            client_cpu = window.client_cpu / args.seconds
             rate = stats.moves / args.seconds
             p50 = percentile(stats.latencies, 0.50) * 1000
             p99 = percentile(stats.latencies, 0.99) * 1000
             worst = max(stats.latencies, default=float("nan")) * 1000
-            per_move = cpu_used / max(1, stats.all_moves) * 1e6
+            per_move = window.server_cpu / max(1, stats.moves) * 1e6
             print(
                 f"{concurrency:>6} {rate:>9.0f} {p50:>8.2f} {p99:>8.2f} {worst:>8.2f} "
-                f"{cpu_used / wall:>10.2f} {per_move:>11.0f} {client_cpu:>10.2f} {stats.games:>10}"
+                f"{server_cpu:>10.2f} {per_move:>11.0f} {client_cpu:>10.2f} {stats.games:>10}"
             )
             if args.json:
                 print(
@@ -353,7 +384,7 @@ def main() -> None:
                             "p50_ms": p50,
                             "p99_ms": p99,
                             "max_ms": worst,
-                            "server_cpu": cpu_used / wall,
+                            "server_cpu": server_cpu,
                             "server_cpu_us_per_move": per_move,
                             "client_cpu": client_cpu,
                             "games_done": stats.games,
