@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from engine import Direction, GameState, Move, Team, ViolationKind
+from protocol import ServerConnection
 from protocol.events import (
     Authenticate,
     CancelRequest,
@@ -327,8 +328,10 @@ async def test_game_ending_while_paused_sends_the_final_state_to_observers_only(
     room_id = one.of(Joined)[0].room_id
     w.send(w.admin, Observe(room_id))
     w.send(two, Join())
-    # server.properties paused=true: a <join> room starts paused (§5.1); nothing for players.
+    # server.properties paused=true: a <join> room starts paused (§5.1); nothing for players,
+    # and the pause was set at creation, before any observer: no paused message (§5.4).
     assert not one.of(Memento) and not two.of(Memento)
+    assert not w.admin.of(Paused)
     state = w.admin.last_state()
     w.send(w.admin, StepRequest(room_id, False))
     assert two.messages[-1] == MoveRequest(room_id)
@@ -522,3 +525,52 @@ async def test_a_leaver_is_named_with_its_cause_and_scores_nothing(make_harness,
     ]
     assert not result.regular
     assert not two.of(ResultMessage)
+
+
+# ---------------------------------------------------------------- §5.2: prepared rooms
+
+
+async def test_prepared_rooms_use_neither_the_paused_setting_nor_the_load_game_file(
+    make_harness,
+) -> None:
+    # §5.2 first point: <prepare> takes its own pause flag and a fresh board.
+    loaded = last_move_state()
+    w = await world(make_harness, paused=True, start_state=loaded)
+    room_id, (first, second) = w.prepare(pause=False)
+    one, two = w.peer("one"), w.peer("two")
+    w.send(one, JoinPrepared(first))
+    w.send(two, JoinPrepared(second))
+    state = one.last_state()
+    assert state.turn == 0 and state != loaded
+    assert one.messages[-1] == MoveRequest(room_id)
+
+
+async def test_prepared_room_with_a_reserved_and_an_open_slot(make_harness) -> None:
+    # LobbyGameTest "prepared with descriptors": one reservation; joinRoom fills the open
+    # slot 1; the reserved slot 0 stays empty but not free; zero reservations would give
+    # an empty <prepared/>.
+    w = await world(make_harness)
+    slots = (SlotDescriptor("reserved", True, True), SlotDescriptor("open", True, False))
+    w.send(w.admin, Prepare(None, False, slots))
+    prepared = w.admin.messages[-1]
+    assert isinstance(prepared, Prepared)
+    room_id = prepared.room_id
+    assert len(prepared.reservations) == 1
+    walk_in, late = w.peer("walk_in"), w.peer("late")
+    w.send(walk_in, JoinRoom(room_id))
+    assert walk_in.messages == [Joined(room_id)]
+    w.send(late, JoinRoom(room_id))
+    assert late.of(ErrorPacket)[0].message.endswith(f"Room {room_id} is already full!")
+    # A plain <join> does not take the reserved slot either: it opens a new room.
+    w.send(late, Join())
+    assert late.of(Joined)[0].room_id != room_id
+    holder = w.peer("holder")
+    w.send(holder, JoinPrepared(prepared.reservations[0]))
+    assert holder.of(WelcomeMessage) == [WelcomeMessage(room_id, Team.ONE)]
+    assert walk_in.of(WelcomeMessage) == [WelcomeMessage(room_id, Team.TWO)]
+
+    w.send(w.admin, Prepare(None, True, (SlotDescriptor("x"), SlotDescriptor("y"))))
+    empty = w.admin.messages[-1]
+    assert isinstance(empty, Prepared) and empty.reservations == ()
+    rendered = ServerConnection().send(empty)
+    assert rendered.endswith(f'\n  <prepared roomId="{empty.room_id}"/>'.encode())

@@ -149,3 +149,22 @@ def test_the_socha_cut_model_rejects_what_socha_cannot_see() -> None:
     ):
         with pytest.raises(AssertionError):
             socha_cut(bad)
+
+
+async def test_client_end_of_document_is_a_lost_connection_and_gets_no_close() -> None:
+    # §1.3/§1.4: the client's </protocol> counts as LOST_CONNECTION; the server only ends
+    # its own document (no <close/>) and closes. The opponent wins and gets left.
+    with trio.fail_after(LIMIT):
+        async with running_server() as server:
+            one, two, room_id = await join_pair(server)
+            await one.receive_until(MoveRequest)
+            await one.send_raw(b"\n</protocol>")
+            await one.expect_closed()
+            assert b"<close/>" not in one.raw
+            messages = await two.receive_until(Left)
+            assert messages[-1] == Left(room_id)
+            result = messages[-2]
+            assert isinstance(result, ResultMessage)
+            assert result.result.winner is Team.TWO
+            assert result.result.reason == "ONE hat das Spiel verlassen: LOST_CONNECTION"
+            check_player_stream(two)
