@@ -23,6 +23,7 @@ from protocol.events import (
     Observe,
     PauseRequest,
     Prepare,
+    RoomDataPacket,
     SlotDescriptor,
     StepRequest,
 )
@@ -425,6 +426,8 @@ async def test_move_checks_run_in_the_official_order(make_harness) -> None:
     w, one, _two, room_id = await observed_join_game(make_harness)
     stranger = w.peer("stranger")
     move = Move(0, 1, Direction.RIGHT)
+    w.send(one, RoomDataPacket("nope", "moveRequest", ""))  # the room before the data class
+    assert one.of(ErrorPacket)[-1].message.endswith("Couldn't find a room with id nope")
     w.move(stranger, room_id, move)
     assert stranger.of(ErrorPacket)[-1].message.endswith(f"not a member of game {room_id}")
     w.lobby.disconnect(one, "LOST_CONNECTION")
@@ -574,3 +577,20 @@ async def test_prepared_room_with_a_reserved_and_an_open_slot(make_harness) -> N
     assert isinstance(empty, Prepared) and empty.reservations == ()
     rendered = ServerConnection().send(empty)
     assert rendered.endswith(f'\n  <prepared roomId="{empty.room_id}"/>'.encode())
+
+
+async def test_a_plain_join_takes_the_open_slot_of_a_prepared_room(make_harness) -> None:
+    # §5.1 step 1: <join> tries every room; a prepared slot with reserved=false is free.
+    w = await world(make_harness)
+    slots = (SlotDescriptor("reserved", True, True), SlotDescriptor("open", True, False))
+    w.send(w.admin, Prepare(None, False, slots))
+    prepared = w.admin.messages[-1]
+    assert isinstance(prepared, Prepared)
+    walk_in = w.peer("walk_in")
+    w.send(walk_in, Join())
+    assert walk_in.messages == [Joined(prepared.room_id)]
+    assert w.admin.messages[-1] == JoinedGameRoom(prepared.room_id, 1)
+    holder = w.peer("holder")
+    w.send(holder, JoinPrepared(prepared.reservations[0]))
+    assert walk_in.of(WelcomeMessage) == [WelcomeMessage(prepared.room_id, Team.TWO)]
+    assert w.admin.of(JoinedGameRoom) == [JoinedGameRoom(prepared.room_id, 1)]
