@@ -288,6 +288,8 @@ class Lobby:
             if room.status is RoomStatus.OVER:
                 continue
             mine = [slot for slot in room.slots if slot.peer is peer]
+            if not mine:
+                continue
             for slot in mine:
                 slot.connected = False
             # Officially each filled slot listens to the connection, in fill order; the first

@@ -594,3 +594,27 @@ async def test_a_plain_join_takes_the_open_slot_of_a_prepared_room(make_harness)
     w.send(holder, JoinPrepared(prepared.reservations[0]))
     assert walk_in.of(WelcomeMessage) == [WelcomeMessage(prepared.room_id, Team.TWO)]
     assert w.admin.of(JoinedGameRoom) == [JoinedGameRoom(prepared.room_id, 1)]
+
+
+async def test_a_second_step_while_a_request_is_pending_asks_again(make_harness) -> None:
+    # §5.4: no guard against a step while a request is pending (Lobby.kt TODO): the state and
+    # the request go out again; the one move that follows is accepted.
+    w = await world(make_harness)
+    room_id, (first, second) = w.prepare(pause=True)
+    w.send(w.admin, Observe(room_id))
+    one, two = w.peer("one"), w.peer("two")
+    w.send(one, JoinPrepared(first))
+    w.send(two, JoinPrepared(second))
+    w.send(w.admin, StepRequest(room_id, False))
+    initial = one.last_state()
+    mark = len(w.log)
+    w.send(w.admin, StepRequest(room_id, False))
+    assert w.since(mark) == [
+        ("admin", Memento(room_id, initial)),
+        ("one", Memento(room_id, initial)),
+        ("two", Memento(room_id, initial)),
+        ("one", MoveRequest(room_id)),
+    ]
+    w.move(one, room_id, initial.legal_moves()[0])
+    assert w.admin.last_state().turn == 1
+    assert not one.of(RoomError) and not w.admin.of(ResultMessage)
