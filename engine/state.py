@@ -395,7 +395,43 @@ class GameState:
         return list(self._legal_list())
 
     def has_legal_move(self) -> bool:
-        return bool(self._legal_list())
+        """Whether the team to move has any legal move. Stops at the first one found: the
+        server asks this after every move (game end), where listing all moves is wasted work."""
+        if self._legal is not None:
+            return bool(self._legal)
+        if self._turn & 1:
+            own, opponent = self._two, self._one
+        else:
+            own, opponent = self._one, self._two
+        occupied = own | opponent
+        probe = opponent | ((own | self._squid) << self._geo.target_shift)
+        tables = self._geo.tables
+        remaining = own
+        while remaining:
+            lowest = remaining & -remaining
+            remaining ^= lowest
+            (
+                column, diagonal, row, anti,
+                up, up_right, right, down_right, down, down_left, left, up_left,
+                *_,
+            ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
+            along_column = (occupied & column).bit_count()
+            along_diagonal = (occupied & diagonal).bit_count()
+            along_row = (occupied & row).bit_count()
+            along_anti = (occupied & anti).bit_count()
+            if not (
+                probe & up[along_column]
+                and probe & up_right[along_diagonal]
+                and probe & right[along_row]
+                and probe & down_right[along_anti]
+                and probe & down[along_column]
+                and probe & down_left[along_diagonal]
+                and probe & left[along_row]
+                and probe & up_left[along_anti]
+            ):
+                return True
+        self._legal = []
+        return False
 
     # ---- swarms --------------------------------------------------------------------
 
@@ -433,7 +469,7 @@ class GameState:
             return True
         if not self._turn & 1 and any(self._connected_pair()):
             return True
-        return not self._legal_list()
+        return not self.has_legal_move()
 
     def win_condition(self) -> Outcome | None:
         """The official plugin winCondition: if any team is connected, the strictly heavier
@@ -447,7 +483,7 @@ class GameState:
             if self._first_union is not None:
                 return Outcome(self._first_union, WinReason.FIRST_UNION)
             return Outcome(None, WinReason.TIE)
-        if not self._legal_list():
+        if not self.has_legal_move():
             return Outcome(self.current_team.opponent, WinReason.BLOCKED)
         return None
 

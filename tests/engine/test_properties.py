@@ -163,6 +163,8 @@ def ref_outcome(board: Board, turn: int, first_union: Team | None) -> tuple[bool
 def assert_matches_reference(
     state: GameState, board: Board, turn: int, first_union: Team | None
 ) -> None:
+    # Before anything lists the moves: the short-circuit check must agree on its own.
+    assert state.has_legal_move() == bool(ref_legal(board, turn))
     assert state.rows() == board
     assert (state.turn, state.first_union) == (turn, first_union)
     for move in all_moves(board):
