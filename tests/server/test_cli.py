@@ -98,6 +98,23 @@ def test_console_logs_are_plain_text_without_colours_when_not_a_tty() -> None:
     assert "\x1b[" not in text
 
 
+def test_plain_console_lines_quote_only_ambiguous_values_and_show_tracebacks() -> None:
+    stream = io.StringIO()
+    configure_logging("console", "info", stream=stream, cache=False)
+    log = structlog.get_logger("t")
+    log.info("move", room="r1", move="Schwimme von [9|8] in Richtung LEFT", ms=0.5)
+    try:
+        raise RuntimeError("kaputt")
+    except RuntimeError:
+        log.exception("failed", peer="p#1")
+    first, second, *traceback = stream.getvalue().splitlines()
+    assert "[info     ] move " in first
+    assert first.endswith("room=r1 move='Schwimme von [9|8] in Richtung LEFT' ms=0.5")
+    assert "[error    ] failed" in second and second.endswith("peer=p#1")
+    assert traceback[0] == "Traceback (most recent call last):"
+    assert traceback[-1] == "RuntimeError: kaputt"
+
+
 def test_json_logs_render_exceptions() -> None:
     stream = io.StringIO()
     configure_logging("json", "debug", stream=stream, cache=False)
