@@ -86,7 +86,7 @@ async def serve(
                     host=settings.host,
                     port=port,
                     game_type=GAME_TYPE,
-                    connect_a_bot=f"start.sh -h {settings.host} -p {port}",
+                    connect_a_bot=f"start.sh -h {_reachable_host(settings.host)} -p {port}",
                 )
                 task_status.started(port)
                 await stop.wait()
@@ -103,6 +103,13 @@ async def serve(
                 connection_nursery.cancel_scope.cancel()
             nursery.cancel_scope.cancel()
     log.info("server stopped")
+
+
+def _reachable_host(host: str) -> str:
+    """A host name a bot can connect to: "0.0.0.0"/"::" listen everywhere but are no address."""
+    if host in ("0.0.0.0", "::", ""):
+        return socket.gethostname()
+    return host
 
 
 def _signal_receiver(exit_stack: contextlib.ExitStack) -> AsyncIterator[int] | None:
