@@ -1,0 +1,434 @@
+"""piranhas-match: real matches through the command, with the in-repo fast bot (a game in a
+fraction of a second) and, once, with two socha 4.3.9 bots (about 6 s per game)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from engine import GameResult, PlayerEntry, Team
+from protocol.replay import read_replay
+from server.config import Settings
+from server.match import (
+    MatchError,
+    PlayerScore,
+    distinct_names,
+    first_player,
+    left_the_game,
+    main,
+    parse_options,
+    player_at,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+FAST_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "fast_bot.py")])
+SOCHA_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "random_bot.py")])
+
+# Every test has a limit: the pytest-timeout one below, and trio.fail_after around each run.
+pytestmark = pytest.mark.timeout(90)
+
+
+def environment() -> dict[str, str]:
+    env = dict(os.environ)
+    # Run the code of this checkout, whatever the installed package points at.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+@dataclass
+class Run:
+    status: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+async def run_match(cwd: Path, *arguments: str, limit: float) -> Run:
+    """`python -m server.match ARGUMENTS` in `cwd` (its log/ and replays/ go there)."""
+    started = time.monotonic()
+    with trio.fail_after(limit):
+        completed = await trio.run_process(
+            [sys.executable, "-m", "server.match", *arguments],
+            cwd=cwd,
+            env=environment(),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    return Run(
+        completed.returncode,
+        completed.stdout.decode(),
+        completed.stderr.decode(),
+        time.monotonic() - started,
+    )
+
+
+def records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def game_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line.startswith("game ")]
+
+
+def table(stdout: str) -> dict[str, list[str]]:
+    """The final score table: player name -> its cells."""
+    lines = stdout.splitlines()
+    start = lines.index("=============== SCORES ================")
+    assert lines[start + 1].split()[0] == "player"
+    rows = {}
+    for line in lines[start + 2 :]:
+        cells = line.split()
+        if cells[1:2] == ["of"]:  # "x of n games ended irregularly"
+            break
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def bot_pid(log: Path) -> int:
+    match = re.search(r"fast_bot pid=(\d+)", log.read_text(encoding="utf-8"))
+    assert match, log.read_text(encoding="utf-8")
+    return int(match.group(1))
+
+
+def assert_gone(pid: int) -> None:
+    """The process no longer exists (killed and reaped)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"bot process {pid} still exists")
+
+
+def assert_scores_add_up(games: list[dict[str, Any]]) -> None:
+    """Siegpunkte of every regular game sum to 2: 2/0 with a winner, 1/1 on a tie."""
+    for game in games:
+        assert game["regular"] is True
+        points = {player["team"]: player["score"] for player in game["players"]}
+        assert sum(points.values()) == 2
+        if game["winner"] is None:
+            assert points == {"ONE": 1, "TWO": 1}
+        else:
+            assert points[game["winner"]] == 2
+
+
+def assert_table_matches(stdout: str, games: list[dict[str, Any]], names: list[str]) -> None:
+    """The final table is the aggregate of the per-game results."""
+    rows = table(stdout)
+    assert sorted(rows) == sorted(names)
+    for name in names:
+        entries = [p for game in games for p in game["players"] if p["name"] == name]
+        assert len(entries) == len(games)
+        wins = sum(
+            game["winner"] == p["team"]
+            for game in games
+            for p in game["players"]
+            if p["name"] == name
+        )
+        draws = sum(game["winner"] is None for game in games)
+        swarm = sum(p["swarm"] for p in entries) / len(entries)
+        games_, wins_, draws_, losses_, points_, swarm_ = rows[name]
+        assert int(games_) == len(games)
+        assert (int(wins_), int(draws_), int(losses_)) == (wins, draws, len(games) - wins - draws)
+        assert int(points_) == sum(p["score"] for p in entries)
+        assert float(swarm_) == pytest.approx(swarm, abs=0.005)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure parts
+
+
+def test_equal_names_get_official_suffixes() -> None:
+    assert distinct_names("bot", "bot") == ("bot-1", "bot-2")
+    assert distinct_names("alice", "bob") == ("alice", "bob")
+
+
+def test_starting_side_alternates_player1_first() -> None:
+    assert [first_player(k) for k in range(4)] == [0, 1, 0, 1]
+    # In game 2 (k = 1) player2 holds slot 0 and player1 slot 1.
+    assert (player_at(0, 1), player_at(1, 1)) == (1, 0)
+    assert (player_at(0, 0), player_at(1, 0)) == (0, 1)
+
+
+def test_left_reason_names_exactly_one_player() -> None:
+    reason = "robot hat das Spiel verlassen: LOST_CONNECTION"
+    assert left_the_game(reason, "robot")
+    assert not left_the_game(reason, "bot")  # a suffix of another name is not that player
+    assert not left_the_game("robot hat den größeren zusammenhängenden Schwarm", "robot")
+
+
+def test_scores_sum_points_and_average_swarms() -> None:
+    score = PlayerScore("alice")
+    entries = [PlayerEntry(Team.ONE, "alice"), PlayerEntry(Team.TWO, "bob")]
+    won = GameResult([(entries[0], (2, 9)), (entries[1], (0, 3))], Team.ONE, True, "")
+    tie = GameResult([(entries[0], (1, 4)), (entries[1], (1, 4))], None, True, "")
+    lost = GameResult([(entries[0], (0, 0)), (entries[1], (2, 5))], Team.TWO, False, "")
+    score.add(Team.ONE, won, 2, 9)
+    score.add(Team.ONE, tie, 1, 4)
+    score.add(Team.ONE, lost, 0, 0)
+    assert (score.games, score.wins, score.draws, score.losses) == (3, 1, 1, 1)
+    assert score.points == 3
+    assert score.swarm == pytest.approx(13 / 3)
+    assert score.violations == 1  # the irregular loss
+
+
+def test_option_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    bot = ["--player1", FAST_BOT, "--player2", FAST_BOT]
+    with pytest.raises(MatchError, match="--player1: command 'no-such-bot-4711' not found"):
+        parse_options(["--player1", "no-such-bot-4711", "--player2", FAST_BOT])
+    with pytest.raises(MatchError, match="--player2: the player command is empty"):
+        parse_options(["--player1", FAST_BOT, "--player2", "  "])
+    with pytest.raises(MatchError, match="give its --port"):
+        parse_options([*bot, "--host", "example.org"])
+    with pytest.raises(MatchError, match="--games"):
+        parse_options([*bot, "--games", "0"])
+    with pytest.raises(MatchError, match="--name2 must not be blank"):
+        parse_options([*bot, "--name2", ""])
+    options = parse_options([*bot, "--no-timeout2", "--port", "1234"])
+    assert options.can_timeout == (True, False)
+    assert (options.host, options.port, options.password) == ("localhost", 1234, "examplepassword")
+
+
+def test_missing_player_command_fails_before_any_game(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    status = main(["--player1", FAST_BOT, "--player2", str(tmp_path / "missing_bot.sh")])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "piranhas-match: error: --player2: command" in err
+    assert "not found" in err
+    assert not (tmp_path / "log").exists()  # nothing was started
+
+
+# ---------------------------------------------------------------------------------------------
+# Matches with the fast bot
+
+
+async def test_fast_match_alternates_sides_and_counts(tmp_path: Path) -> None:
+    run = await run_match(
+        tmp_path,
+        *("--player1", f"{FAST_BOT} --seed 1", "--player2", f"{FAST_BOT} --seed 2"),
+        *("--games", "4", "--name1", "bot", "--name2", "bot"),
+        *("--results", "results.jsonl", "--save-replay"),
+        limit=30,
+    )
+    assert run.status == 0, run.stderr
+    names = ["bot-1", "bot-2"]  # equal names made distinct, as officially
+    games = records(tmp_path / "results.jsonl")
+    assert [game["game"] for game in games] == [1, 2, 3, 4]
+    # Slot order is team order: the ONE side alternates, player1 first.
+    assert [[p["name"] for p in game["players"]] for game in games] == [
+        names,
+        names[::-1],
+        names,
+        names[::-1],
+    ]
+    assert all([p["team"] for p in game["players"]] == ["ONE", "TWO"] for game in games)
+    assert_scores_add_up(games)
+    assert_table_matches(run.stdout, games, names)
+    lines = game_lines(run.stdout)
+    assert len(lines) == 4
+    assert lines[0].startswith("game 1/4: bot-1 (ONE) vs bot-2 (TWO)")
+    assert lines[1].startswith("game 2/4: bot-2 (ONE) vs bot-1 (TWO)")
+    assert "0 of 4 games ended irregularly" in run.stdout
+    # Every bot process had its own log, and played (fast_bot logs the end of its game).
+    for name in names:
+        for number in range(1, 5):
+            log = tmp_path / "log" / f"{name}_game{number}.log"
+            assert "game over after" in log.read_text(encoding="utf-8")
+    assert (tmp_path / "log" / "server.log").stat().st_size > 0
+    # Replays under the official names (slot order), holding the game's result.
+    assert len(list((tmp_path / "replays").iterdir())) == 4
+    for game in games:
+        first, second = (p["name"] for p in game["players"])
+        assert re.search(rf"_{first}_{second}(-\d+)?\.xml$", game["replay"])
+        replay = read_replay((tmp_path / game["replay"]).read_bytes())
+        assert replay.result is not None
+        assert replay.result.reason == game["reason"]
+        assert replay.states[-1].turn == game["turn"]
+
+
+async def test_player_that_exits_at_once_ends_the_run(tmp_path: Path) -> None:
+    quitter = shlex.join([sys.executable, "-c", "print('bye')"])
+    run = await run_match(
+        tmp_path, "--player1", quitter, "--player2", FAST_BOT, "--games", "3", limit=20
+    )
+    assert run.status == 2
+    assert "player process exited before game 1 ended: player1 (status 0)" in run.stderr
+    assert "log/player1_game1.log" in run.stderr
+    assert run.seconds < 10  # a few seconds' grace for a result, no game-length wait
+    assert "bye" in (tmp_path / "log" / "player1_game1.log").read_text(encoding="utf-8")
+    # The waiting opponent did not outlive the run.
+    assert_gone(bot_pid(tmp_path / "log" / "player2_game1.log"))
+    assert game_lines(run.stdout) == []
+
+
+async def test_player_crash_during_a_game_ends_the_run(tmp_path: Path) -> None:
+    run = await run_match(
+        tmp_path,
+        *("--player1", f"{FAST_BOT} --crash-after 5", "--player2", FAST_BOT),
+        *("--games", "2", "--results", "results.jsonl"),
+        limit=20,
+    )
+    assert run.status == 2
+    # Found even though the server ends the game (player1 left) before the exit is seen.
+    assert "player process exited before game 1 ended: player1 (status 3)" in run.stderr
+    assert "player1 hat das Spiel verlassen" in run.stderr
+    assert game_lines(run.stdout) == []  # the crashed game is not counted
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+async def test_hung_game_ends_the_run_and_kills_the_bots(tmp_path: Path) -> None:
+    run = await run_match(
+        tmp_path,
+        *("--player1", f"{FAST_BOT} --hang", "--player2", FAST_BOT),
+        *("--no-timeout", "--game-timeout", "1.5"),
+        limit=20,
+    )
+    assert run.status == 2
+    assert "game 1 hangs: no result after 1.5 s" in run.stderr
+    for name in ("player1", "player2"):
+        assert_gone(bot_pid(tmp_path / "log" / f"{name}_game1.log"))
+
+
+async def test_timed_out_player_loses_an_irregular_game(tmp_path: Path) -> None:
+    # The in-process server reads ./server.properties like the server command.
+    (tmp_path / "server.properties").write_text("softTimeout = 1\nhardTimeout = 1.5\n")
+    run = await run_match(
+        tmp_path,
+        *("--player1", FAST_BOT, "--player2", f"{FAST_BOT} --hang"),
+        *("--games", "1", "--results", "results.jsonl"),
+        limit=30,
+    )
+    assert run.status == 0, run.stderr
+    (game,) = records(tmp_path / "results.jsonl")
+    assert game["regular"] is False
+    assert game["winner"] == "ONE"
+    assert [p["score"] for p in game["players"]] == [2, 0]
+    (line,) = game_lines(run.stdout)
+    assert "IRREGULAR" in line
+    assert "player2 still running after 5 s: killed" in line
+    assert "1 of 1 games ended irregularly (lost by violation: player2 1)" in run.stdout
+    assert table(run.stdout)["player2"][:5] == ["1", "0", "0", "1", "0"]
+
+
+async def test_ctrl_c_kills_the_bots_and_prints_the_score(tmp_path: Path) -> None:
+    stdout = tmp_path / "stdout.txt"
+    with stdout.open("wb") as output:
+        process = await trio.lowlevel.open_process(
+            [
+                *(sys.executable, "-m", "server.match"),
+                *("--player1", FAST_BOT, "--player2", f"{FAST_BOT} --hang"),
+                *("--games", "5", "--no-timeout"),
+            ],
+            cwd=tmp_path,
+            env=environment(),
+            stdout=output,
+            stderr=output,
+        )
+    try:
+        logs = [tmp_path / "log" / f"{name}_game1.log" for name in ("player1", "player2")]
+        with trio.fail_after(15):  # both bots are running
+            while not all(log.exists() and "pid=" in log.read_text("utf-8") for log in logs):
+                await trio.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(15):
+            status = await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+    output_text = stdout.read_text(encoding="utf-8")
+    assert status == 130, output_text
+    assert "=============== SCORES ================" in output_text
+    assert "interrupted after 0 of 5 games" in output_text
+    for log in logs:
+        assert_gone(bot_pid(log))
+
+
+# ---------------------------------------------------------------------------------------------
+# A server that is already running
+
+
+async def test_running_server_with_password(tmp_path: Path) -> None:
+    from server.app import serve
+
+    settings = Settings(port=0, password="s3cret")
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve, settings)
+        bots = ["--player1", FAST_BOT, "--player2", FAST_BOT, "--port", str(port)]
+
+        wrong = await run_match(tmp_path, *bots, "--password", "nope", limit=20)
+        assert wrong.status == 2
+        assert f"wrong password: the server at localhost:{port} refused" in wrong.stderr
+
+        default = await run_match(tmp_path, *bots, limit=20)
+        assert default.status == 2
+        assert "the default 'examplepassword'; give --password" in default.stderr
+
+        good = await run_match(
+            tmp_path,
+            *bots,
+            *("--host", "127.0.0.1", "--password", "s3cret", "--games", "2"),
+            limit=20,
+        )
+        assert good.status == 0, good.stderr
+        assert len(game_lines(good.stdout)) == 2
+        assert not (tmp_path / "log" / "server.log").exists()  # no server of its own
+        nursery.cancel_scope.cancel()
+
+
+async def test_unreachable_server(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    run = await run_match(
+        tmp_path, "--player1", FAST_BOT, "--player2", FAST_BOT, "--port", str(port), limit=20
+    )
+    assert run.status == 2
+    assert f"cannot connect to the server at localhost:{port}" in run.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# The official Python client
+
+
+@pytest.mark.socha
+async def test_socha_bots_two_games(tmp_path: Path) -> None:
+    pytest.importorskip("socha")
+    run = await run_match(
+        tmp_path,
+        *("--player1", SOCHA_BOT, "--player2", SOCHA_BOT, "--games", "2"),
+        *("--name1", "alice", "--name2", "bob", "--results", "results.jsonl"),
+        limit=60,
+    )
+    assert run.status == 0, run.stderr
+    games = records(tmp_path / "results.jsonl")
+    assert [[p["name"] for p in game["players"]] for game in games] == [
+        ["alice", "bob"],
+        ["bob", "alice"],
+    ]
+    assert_scores_add_up(games)
+    assert_table_matches(run.stdout, games, ["alice", "bob"])
+    for name in ("alice", "bob"):
+        for number in (1, 2):
+            # socha logs the result it received and the server's <left>.
+            log = (tmp_path / "log" / f"{name}_game{number}.log").read_text(encoding="utf-8")
+            assert "Result received" in log
+            assert "The server left." in log
