@@ -21,6 +21,10 @@ from protocol.limits import ProtocolLimits
 
 _BOM: Final = b"\xef\xbb\xbf"
 _NON_WHITESPACE: Final = re.compile(rb"[^ \t\r\n]")
+# Bytes XML 1.0 allows nowhere (C0 controls but tab, LF, CR), in any ASCII-compatible encoding.
+# libxml2's push parser holds character data back until the next "<", so without this check a
+# peer that sends a little binary garbage and then waits would never hear why nothing happens.
+_FORBIDDEN: Final = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 # Feeding in bounded slices lets the size limit trip after at most one slice of a
 # runaway packet, whatever size the caller's chunks have.
 _MAX_SLICE: Final = 16384
@@ -191,8 +195,20 @@ class PacketReader:
                 remove_comments=True,
                 remove_pis=True,
             )
+        forbidden = _FORBIDDEN.search(chunk)
+        if forbidden is not None:
+            # Packets completed before it still count, as after any other broken XML.
+            self._feed(chunk[: forbidden.start()])
+            if self._document_ended:
+                return  # the byte is after the peer's end of document
+            code = chunk[forbidden.start()]
+            raise RemoteProtocolError(f"broken XML: character 0x{code:02X} is not allowed in XML")
+        self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> None:
         self._pending_bytes += len(chunk)
         parser = self._parser
+        assert parser is not None
         try:
             parser.feed(chunk)
         except etree.XMLSyntaxError as error:

@@ -383,6 +383,24 @@ def test_packets_before_broken_xml_in_the_same_chunk_are_still_delivered() -> No
         conn2.next_event()
 
 
+@pytest.mark.parametrize(
+    "garbage", [b"\x00\x01\x02", b"*\xf1M\xb6\xb6m\x19\x98", b"\x1b[2J", b"ab\x0ccd", b"<jo\x07"]
+)
+def test_control_bytes_are_refused_at_once_not_when_the_next_tag_comes(garbage: bytes) -> None:
+    # libxml2 holds short character data back until the next "<": found by the chaos test,
+    # a client that sent a few bytes of binary garbage and waited got no error at all.
+    conn = Conn()
+    conn.receive_data(b"<protocol><join/>" + garbage)
+    assert conn.next_event() == Join(None)
+    with pytest.raises(RemoteProtocolError) as error:
+        conn.next_event()
+    assert "is not allowed in XML" in error.value.message and not error.value.eof
+
+
+def test_control_bytes_after_the_end_of_the_document_are_ignored() -> None:
+    assert events_of(b"<protocol><join/></protocol>\x00\x01") == [Join(None), StreamEnd()]
+
+
 # --- limits and hostile input ------------------------------------------------------------------
 
 
