@@ -189,13 +189,18 @@ class Connection:
         it fires, the connection is closed only if it really was idle (and in no room)."""
         idle_timeout = self._settings.idle_timeout or math.inf
         self._last_activity = trio.current_time()
+        was_busy = False
         while True:
             with trio.CancelScope(deadline=self._last_activity + idle_timeout):
                 return await self._read_packets()
             # Only the idle deadline gets here.
             if trio.current_time() - self._last_activity < idle_timeout:
                 continue
-            if self._lobby.is_busy(self):
+            busy = self._lobby.is_busy(self)
+            if busy or was_busy:
+                # Busy, or stopped being busy since the last check (its game ended, say, a
+                # moment ago): the idle period starts now, not at the last packet it sent.
+                was_busy = busy
                 self._last_activity = trio.current_time()
                 continue
             log.info("closing idle connection", peer=self.name, seconds=idle_timeout)

@@ -138,6 +138,33 @@ async def test_idle_connection_in_no_room_is_closed(make_harness, nursery, autoj
     assert b"<close/>" not in waiting.raw
 
 
+async def test_a_player_gets_the_full_idle_timeout_after_its_game_ended(
+    make_harness, nursery, autojump_clock
+) -> None:
+    # Found by the chaos test: the idle period was counted from the last check while the
+    # player was busy, so a bot whose long game had just ended could be closed at once,
+    # before its next <join> arrived.
+    harness: Harness = await make_harness(idle_timeout=30)
+    client = await connect(nursery, harness)
+    opponent = harness.peer("opponent")
+    await client.send(Join())
+    room_id = (await client.expect(Joined)).room_id
+    await trio.sleep(59)  # idle deadlines at 30 and 60 pass while it waits in its room
+    harness.send(opponent, Join())
+    harness.lobby.disconnect(opponent, "LOST_CONNECTION")
+    with trio.fail_after(5):
+        await client.receive_until(Left)
+    ended = trio.current_time()
+    await trio.sleep(29)
+    await client.send(Join())
+    assert (await client.expect(Joined)).room_id != room_id
+    await client.send(CloseRequest())
+    with trio.fail_after(5):
+        await client.expect_closed()
+    assert b"<close/>" not in client.raw, "closed as idle"
+    assert trio.current_time() - ended >= 29
+
+
 async def test_after_left_the_server_waits_for_the_client(
     make_harness, nursery, autojump_clock
 ) -> None:
