@@ -1022,7 +1022,26 @@ async def _run_chaos(
     print(
         f"{len(records)} games ({dict(ends)}), {len(world.welcomed)} started; {dict(world.stats)}"
     )
+    seen = Counter(str(entry.get("event")) for entry in logs)
+    print({event: seen[event] for event in INTERESTING_LOG_EVENTS})
     assert ends["over"] and len(world.welcomed) >= 3  # the run really played games
+
+
+# Server paths the chaos should reach (printed, not asserted: which ones a run reaches depends
+# on the timing).
+INTERESTING_LOG_EVENTS = [
+    "slow reader: send queue full, disconnecting",
+    "client does not read, disconnecting",
+    "closing idle connection",
+    "protocol error",
+    "request refused",
+    "rule violation",
+    "process violation",
+    "soft timeout",
+    "hard timeout",
+    "prepared room expired",
+    "game wall-clock limit reached",
+]
 
 
 def _seed(default: int) -> int:
