@@ -683,6 +683,8 @@ async def admin(world: World, rng: random.Random) -> None:
     async def act() -> None:
         while trio.current_time() < deadline and not world.stop_spawning.is_set():
             await trio.sleep(rng.uniform(0.005, 0.08))
+            if world.stop_spawning.is_set():
+                break
             rooms = prepared + world.rooms[-30:]
             action = rng.random()
             packets: list[ClientPacket]
@@ -985,7 +987,8 @@ async def _run_chaos(
                     clients.start_soon(client, behaviour, rng)
                     await trio.sleep(master.uniform(0, 0.03))
                 world.stop_spawning.set()
-                health_room = await healthy_game(world)
+                # Its own World: no chaos client learns of the room (an admin could cancel it).
+                health_room = await healthy_game(World(port))
                 world.stopping = True
                 stop.set()
             await served.wait()
