@@ -9,7 +9,6 @@ connection does can block the lobby or another connection.
 
 from __future__ import annotations
 
-import errno
 import itertools
 import math
 import os
@@ -95,10 +94,8 @@ class Connection:
             return
         if self._fd is not None and not self._backlog:
             try:
-                written = os.write(self._fd, data)
-            except BlockingIOError:
-                written = 0
-            except OSError:
+                written = _write_some(self._fd, data)
+            except trio.BrokenResourceError:
                 self._stop(LOST_CONNECTION, abort=True)
                 return
             if written == len(data):
@@ -254,18 +251,15 @@ class Connection:
             return False
         view = memoryview(data)
         while view:
-            try:
-                view = view[os.write(fd, view) :]
-            except BlockingIOError:
-                # Only a full socket buffer costs a cancel scope; the usual write does not wait.
-                with trio.move_on_after(SEND_TIMEOUT):
-                    await trio.lowlevel.wait_writable(fd)
-                    continue
-                return False
-            except OSError as error:
-                if error.errno == errno.EINTR:
-                    continue
-                raise trio.BrokenResourceError(str(error)) from error
+            written = _write_some(fd, view)
+            if written:
+                view = view[written:]
+                continue
+            # Only a full socket buffer costs a cancel scope; the usual write does not wait.
+            with trio.move_on_after(SEND_TIMEOUT):
+                await trio.lowlevel.wait_writable(fd)
+                continue
+            return False
         # A write that never waited is still a checkpoint, so one busy writer cannot hog the loop.
         await trio.lowlevel.checkpoint()
         return True
@@ -299,6 +293,17 @@ class Connection:
             except Exception:
                 log.exception("writing to the client failed", peer=self.name)
                 self._stop(UNKNOWN, abort=True)
+
+
+def _write_some(fd: int, data: bytes | memoryview) -> int:
+    """Write what the socket takes now: 0 when its buffer is full. A dead peer raises
+    BrokenResourceError. (os.write retries EINTR itself, PEP 475.)"""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+    except OSError as error:
+        raise trio.BrokenResourceError(str(error)) from error
 
 
 async def handle_stream(
