@@ -34,16 +34,8 @@ def playouts_engine(seeds: range) -> tuple[int, float]:
     return plies, time.perf_counter() - began
 
 
-_SOCHA_FIELDS = {
-    FieldState.ONE_S: "OneS",
-    FieldState.ONE_M: "OneM",
-    FieldState.ONE_L: "OneL",
-    FieldState.TWO_S: "TwoS",
-    FieldState.TWO_M: "TwoM",
-    FieldState.TWO_L: "TwoL",
-    FieldState.SQUID: "Squid",
-    FieldState.EMPTY: "Empty",
-}
+# socha names the fields in CamelCase: ONE_S → OneS, SQUID → Squid.
+_SOCHA_FIELDS = {field: field.name.title().replace("_", "") for field in FieldState}
 
 
 def playouts_socha(socha: Any, seeds: range) -> tuple[int, float]:

@@ -13,16 +13,8 @@ from engine import Direction, FieldState, GameState, Move
 socha: Any = pytest.importorskip("socha")
 pytestmark = pytest.mark.socha
 
-_FIELD_NAMES = {
-    FieldState.ONE_S: "OneS",
-    FieldState.ONE_M: "OneM",
-    FieldState.ONE_L: "OneL",
-    FieldState.TWO_S: "TwoS",
-    FieldState.TWO_M: "TwoM",
-    FieldState.TWO_L: "TwoL",
-    FieldState.SQUID: "Squid",
-    FieldState.EMPTY: "Empty",
-}
+# socha names the fields in CamelCase: ONE_S → OneS, SQUID → Squid.
+_FIELD_NAMES = {field: field.name.title().replace("_", "") for field in FieldState}
 
 
 def camel(direction: Direction) -> str:

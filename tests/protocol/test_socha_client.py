@@ -43,16 +43,8 @@ from socha.api.networking.network_socket import NetworkSocket  # noqa: E402
 from socha.api.networking.utils import handle_move, message_to_state  # noqa: E402
 from socha.api.protocol import protocol as sp  # noqa: E402
 
-_FIELD_NAMES = {
-    FieldState.ONE_S: "OneS",
-    FieldState.ONE_M: "OneM",
-    FieldState.ONE_L: "OneL",
-    FieldState.TWO_S: "TwoS",
-    FieldState.TWO_M: "TwoM",
-    FieldState.TWO_L: "TwoL",
-    FieldState.SQUID: "Squid",
-    FieldState.EMPTY: "Empty",
-}
+# socha names the fields in CamelCase: ONE_S → OneS, SQUID → Squid.
+_FIELD_NAMES = {field: field.name.title().replace("_", "") for field in FieldState}
 
 
 class _OneShotSocket:
