@@ -69,7 +69,7 @@ def score_from_elo(elo: float) -> float:
     exponent = -elo / 400.0
     if exponent > 300.0:  # 10**exponent would overflow; the score is 0 to double precision
         return 0.0
-    return 1.0 / (1.0 + 10.0**exponent)
+    return 1.0 / (1.0 + math.pow(10.0, exponent))
 
 
 def _check_count(name: str, value: object) -> None:
@@ -210,7 +210,8 @@ class Pentanomial:
         counts = [0, 0, 0, 0, 0]
         # Outcomes 0/1/2 per game sum to 0..4: exactly the bucket index (LL, LD, WL|DD, WD, WW).
         counts[outcome_a + outcome_b] = 1
-        return cls(*counts, wl=1 if {outcome_a, outcome_b} == {0, 2} else 0)
+        ll, ld, dd_wl, wd, ww = counts
+        return cls(ll, ld, dd_wl, wd, ww, wl=1 if {outcome_a, outcome_b} == {0, 2} else 0)
 
     @classmethod
     def from_results(cls, pairs: Iterable[tuple[float, float]]) -> Pentanomial:
