@@ -407,7 +407,7 @@ def test_sprt_rejects_a_much_weaker_player() -> None:
 
 def test_sprt_equal_strength_rarely_accepts_h1() -> None:
     # α = 0.05: about 5 % of runs between equal players may wrongly accept H1 (these 60 seeded
-    # runs: 3). The bound allows sampling noise (P(≥ 7 of 60) ≈ 1.5 % at a true 5 %); wide
+    # runs: 3). The bound allows sampling noise (P(≥ 7 of 60) ≈ 3 % at a true 5 %); wide
     # Elo bounds let every run end within the cap.
     sprt = Sprt(0, 60, alpha=0.05, beta=0.05)
     outcomes = [
