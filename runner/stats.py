@@ -149,7 +149,8 @@ class Pentanomial:
 
     `wl` optionally tells how many of the `dd_wl` pairs were one win and one loss (the rest were two
     draws); it is only for the WL/DD ratio in reports and is `None` when unknown (for example after
-    adding counts that did not track it). The statistics never use it.
+    adding counts that did not track it). The statistics never use it. To track it while counting,
+    start from `Pentanomial(wl=0)` and add `Pentanomial.of_pair(...)`.
     """
 
     ll: int = 0
@@ -269,10 +270,10 @@ def _mean_and_variance(scores: Sequence[float], weights: Sequence[float]) -> tup
 
 def estimate(counts: Counts) -> Estimate:
     """Elo ±, nElo ±, LOS and the draw ratio of `counts` (formulas in docs/statistics.md)."""
-    is_pairs = isinstance(counts, Pentanomial)
-    samples = counts.pairs if isinstance(counts, Pentanomial) else counts.games
-    draws = counts.dd_wl if isinstance(counts, Pentanomial) else counts.draws
-    pairs = counts.pairs if isinstance(counts, Pentanomial) else None
+    if isinstance(counts, Pentanomial):
+        is_pairs, samples, draws, pairs = True, counts.pairs, counts.dd_wl, counts.pairs
+    else:
+        is_pairs, samples, draws, pairs = False, counts.games, counts.draws, None
     if samples == 0:
         nan = math.nan
         return Estimate(counts.games, pairs, nan, nan, nan, nan, nan, nan, nan)
@@ -318,9 +319,9 @@ class SprtStatus(enum.Enum):
     """The state of an SPRT; `exit_code` is the match runner's exit status (docs/statistics.md)."""
 
     H1 = "H1"
-    """LLR reached the upper bound: the first player is at least elo1 stronger (accept H1)."""
+    """LLR reached the upper bound: accept H1, the data favour Elo = elo1 over elo0."""
     H0 = "H0"
-    """LLR reached the lower bound: the first player is at most elo0 stronger (accept H0)."""
+    """LLR reached the lower bound: accept H0, the data favour Elo = elo0 over elo1."""
     CONTINUE = "continue"
     """Neither bound reached: play more games (or, when the games ran out, inconclusive)."""
 

@@ -156,6 +156,10 @@ def test_pentanomial_counts() -> None:
     counts = Pentanomial.from_results([(1, 0), (0.5, 0.5), (1, 1), (0, 0.5)])
     assert counts == Pentanomial(ll=0, ld=1, dd_wl=2, wd=0, ww=1, wl=1)
     assert (counts.pairs, counts.games, counts.dd) == (4, 8, 1)
+    running = Pentanomial(wl=0)
+    for pair in [(1, 0), (0.5, 0.5), (1, 1), (0, 0.5)]:
+        running = running + Pentanomial.of_pair(*pair)
+    assert running == counts
     # adding counts that did not track WL loses the split, never the totals
     untracked = counts + Pentanomial(1, 0, 3, 0, 0)
     assert untracked.frequencies == (1, 1, 5, 0, 1)
