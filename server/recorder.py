@@ -141,7 +141,7 @@ class Recorder:
             self._record(game)
         except BaseException as error:  # a bug here must not lose the record silently
             log.error(
-                "GAME NOT RECORDED: recording failed",
+                "RESULT NOT RECORDED: recording failed",
                 room=game.room_id,
                 error=repr(error),
                 record=self._describe(game, None),
@@ -170,7 +170,7 @@ class Recorder:
                 sink.write(game, path)
             except Exception as error:
                 log.error(
-                    "GAME NOT RECORDED: cannot write",
+                    "RESULT NOT RECORDED: cannot write",
                     sink=sink.name,
                     room=game.room_id,
                     error=repr(error),

@@ -325,3 +325,22 @@ def test_replays_and_config_import_each_other_no_more() -> None:
     # replays.load_start_state); replays knows nothing of the configuration.
     code = "import sys, server.replays; sys.exit('server.config' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_the_cli_refuses_a_fifo_with_the_message_and_status_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from server.cli import main
+
+    os.mkfifo(tmp_path / "game.xml")
+    monkeypatch.chdir(tmp_path)
+    outcome: list[int] = []
+    thread = threading.Thread(
+        target=lambda: outcome.append(main(["--loadGameFile", "game.xml"])), daemon=True
+    )
+    thread.start()
+    thread.join(timeout=5)
+    assert not thread.is_alive(), "the CLI blocks on a FIFO"
+    assert outcome == [2]
+    assert "game.xml: not a regular file but a FIFO" in capsys.readouterr().err
