@@ -167,6 +167,18 @@ def test_a_full_disk_costs_the_replay_not_the_result(
     assert logs[0]["path"] == line["replay"]
 
 
+def test_no_room_for_a_replay_name_still_records_the_result(tmp_path: Path) -> None:
+    (tmp_path / "replays").write_bytes(b"a file where the directory should be")
+    recorder = recorder_for(tmp_path)
+    with structlog.testing.capture_logs() as logs:
+        recorder.record_now(finished_game())
+    (line,) = lines(tmp_path / "results.jsonl")
+    assert line["room"] == "room-1" and "replay" not in line
+    assert [(entry["log_level"], entry["event"]) for entry in logs] == [
+        ("error", "replay not saved: no file name")
+    ]
+
+
 def test_a_failing_sink_is_logged_with_the_whole_record_and_the_rest_goes_on(
     tmp_path: Path,
 ) -> None:
