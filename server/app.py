@@ -6,15 +6,13 @@ import contextlib
 import signal
 import socket
 from collections.abc import AsyncIterator
-from dataclasses import replace
 
 import structlog
 import trio
 
-from server.config import Settings
+from server.config import Settings, with_start_state
 from server.connection import CLOSE_GRACE, Connection
 from server.lobby import GAME_TYPE, SHUTDOWN_REASON, Lobby
-from server.replays import load_start_state
 
 log = structlog.get_logger("server.app")
 
@@ -31,11 +29,8 @@ async def serve(
     aborted result that is sent to the clients (result, then left) and recorded before this
     returns."""
     stop = stop if stop is not None else trio.Event()
-    if settings.load_game_file is not None and settings.start_state is None:
-        # load_settings does this already; settings built in code may not have.
-        settings = replace(
-            settings, start_state=load_start_state(settings.load_game_file, settings.turn)
-        )
+    # load_settings has loaded the start state already; settings built in code may not have.
+    settings = with_start_state(settings)
     lobby = Lobby(settings)
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]

@@ -14,10 +14,10 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
-if TYPE_CHECKING:
-    from engine import GameState
+from engine import GameState
+from server.replays import ReplayLoadError, load_start_state
 
 PROPERTIES_FILE = "server.properties"
 DEFAULT_PASSWORD = "examplepassword"
@@ -541,10 +541,9 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
     except OSError as error:
         raise ConfigError(f"cannot check {error.filename}: {error.strerror}") from None
     if settings.load_game_file is not None:
-        from server.replays import load_start_state
-
-        start_state = load_start_state(settings.load_game_file, settings.turn)
-        settings = replace(settings, start_state=start_state)
+        settings = with_start_state(settings)
+        start_state = settings.start_state
+        assert start_state is not None
         if start_state.is_over:
             warnings.append(
                 f"loadGameFile {settings.load_game_file}: the game is already over at turn "
@@ -553,6 +552,19 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
     elif "turn" in sources:
         warnings.append(f"{sources['turn']} is ignored without loadGameFile")
     return settings, warnings
+
+
+def with_start_state(settings: Settings) -> Settings:
+    """`settings` with `start_state` loaded from `load_game_file` at `turn`, unless it is
+    loaded already or there is no file: the one place that reads the loadGameFile (settings
+    built in code, e.g. by tests, come through here too). Raises ConfigError."""
+    if settings.load_game_file is None or settings.start_state is not None:
+        return settings
+    try:
+        start_state = load_start_state(settings.load_game_file, settings.turn)
+    except ReplayLoadError as error:
+        raise ConfigError(str(error)) from None
+    return replace(settings, start_state=start_state)
 
 
 def _check_writable_file(path: Path, what: str, source: str) -> None:

@@ -3,8 +3,9 @@ state machine of each game (spec §4, §5, §6).
 
 Everything here is synchronous and runs on the trio thread, so each handler is atomic: no other
 packet or timer can interleave with it. The lobby reaches clients only through `Peer`
-(`send`, `close`), which lets the tests drive it with fakes. Blocking work (results log fsync,
-replay files) happens in a worker thread after a game ends, before the room is removed.
+(`send`, `close`), which lets the tests drive it with fakes. It only decides: recording a
+finished game (results log, replay) is the `Recorder`'s, whose blocking I/O runs in a worker
+thread after the game ends and before the room is removed.
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Protocol
 
 import structlog
 import trio
 
 from engine import (
-    GameResult,
     GameState,
     InvalidMoveError,
     Move,
@@ -64,8 +63,7 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.config import Settings
-from server.replays import save_replay
-from server.results import ResultsLog, game_record
+from server.recorder import FinishedGame, Recorder
 from server.timers import Timer, Timers
 
 log = structlog.get_logger("server.lobby")
@@ -179,7 +177,7 @@ class Room:
     timer: Timer | None = None  # reservation expiry before the start, wall clock after it
     created: datetime = field(default_factory=lambda: datetime.now(UTC))
     started: datetime | None = None
-    moves: list[list[object]] = field(default_factory=list)
+    moves: list[tuple[int, int, str]] = field(default_factory=list)
     move_ms: list[float] = field(default_factory=list)
     replay: list[Memento | RoomError | ResultMessage] | None = None
     reservations: list[str] = field(default_factory=list)
@@ -202,6 +200,7 @@ class Room:
         return None
 
     def record(self, packet: Memento | RoomError | ResultMessage) -> None:
+        """Keep `packet` for the replay (if this room keeps one)."""
         if self.replay is not None:
             self.replay.append(packet)
 
@@ -216,9 +215,9 @@ class _Member:
 
 
 class Lobby:
-    def __init__(self, settings: Settings, *, results: ResultsLog | None = None) -> None:
+    def __init__(self, settings: Settings, *, recorder: Recorder | None = None) -> None:
         self.settings = settings
-        self.results = results if results is not None else ResultsLog(settings.results_file)
+        self.recorder = recorder if recorder is not None else Recorder.from_settings(settings)
         self.timers = Timers()
         self.rooms: dict[str, Room] = {}
         self._joinable: dict[str, Room] = {}  # rooms <join> may enter, oldest first
@@ -638,7 +637,7 @@ class Lobby:
             self._rule_violation(room, slot, move, error)
             return
         ms = round(elapsed * 1000, 3)
-        room.moves.append([move.x, move.y, move.direction.name])
+        room.moves.append((move.x, move.y, move.direction.name))
         room.move_ms.append(ms)
         log.info("move", room=room.id, team=slot.team.name, move=str(move), ms=ms)
         self._next(room)
@@ -707,6 +706,7 @@ class Lobby:
         if room.timer is not None:
             room.timer.cancel()
             room.timer = None
+        finished = datetime.now(UTC)
         players = [PlayerEntry(slot.team, slot.display_name, slot.violation) for slot in room.slots]
         result = game_result(room.state, players, aborted=aborted)
         message = ResultMessage(room.id, result)
@@ -727,44 +727,30 @@ class Lobby:
             self._rooms_closed = trio.Event()
         if self._nursery is None:
             raise RuntimeError("Lobby.run() is not running")
-        self._nursery.start_soon(self._close_room, room, result, end)
+        game = FinishedGame(
+            room_id=room.id,
+            names=tuple(slot.display_name for slot in room.slots),
+            result=result,
+            created=room.created,
+            started=room.started,
+            finished=finished,
+            turn=room.state.turn,
+            moves=tuple(room.moves),
+            move_ms=tuple(room.move_ms),
+            end=end,
+            replay=tuple(room.replay) if room.replay is not None else None,
+        )
+        self._nursery.start_soon(self._close_room, room, game)
 
-    async def _close_room(self, room: Room, result: GameResult, end: str) -> None:
+    async def _close_room(self, room: Room, game: FinishedGame) -> None:
+        """Record the game (durably), then <left> and removal."""
         try:
-            record = self._record(room, result, end)
-            if self.settings.save_replay or self.results.path is not None:
-                await trio.to_thread.run_sync(self._persist, room, record)
-        except Exception:
-            log.exception("recording the game failed", room=room.id)
+            await self.recorder.record(game)
         finally:
             self._remove(room)
             self._closing_rooms -= 1
             if not self._closing_rooms:
                 self._rooms_closed.set()
-
-    def _record(self, room: Room, result: GameResult, end: str) -> dict[str, object]:
-        record = game_record(
-            room.id, result, started=room.started or room.created, turn=room.state.turn
-        )
-        record["created"] = room.created.isoformat()
-        record["end"] = end
-        record["moves"] = room.moves
-        record["moveMs"] = room.move_ms
-        return record
-
-    def _persist(self, room: Room, record: dict[str, object]) -> None:
-        """Worker thread: replay file first (its path goes into the record), then the log."""
-        if room.replay is not None:
-            path: Path | None = save_replay(
-                self.settings.replay_dir,
-                [slot.display_name for slot in room.slots],
-                room.id,
-                room.replay,
-                datetime.now(),
-            )
-            if path is not None:
-                record["replay"] = str(path)
-        self.results.append(record)
 
     def _remove(self, room: Room) -> None:
         left = Left(room.id)
