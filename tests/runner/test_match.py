@@ -20,17 +20,11 @@ import trio
 
 from engine import GameResult, PlayerEntry, Team
 from protocol.replay import read_replay
+from runner.cli import main
+from runner.game import left_the_game
+from runner.options import MatchError, distinct_names, parse_options
+from runner.scores import PlayerScore, first_player, player_at
 from server.config import Settings
-from server.match import (
-    MatchError,
-    PlayerScore,
-    distinct_names,
-    first_player,
-    left_the_game,
-    main,
-    parse_options,
-    player_at,
-)
 
 REPO = Path(__file__).resolve().parents[2]
 FAST_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "fast_bot.py")])
@@ -56,11 +50,11 @@ class Run:
 
 
 async def run_match(cwd: Path, *arguments: str, limit: float) -> Run:
-    """`python -m server.match ARGUMENTS` in `cwd` (its log/ and replays/ go there)."""
+    """`python -m runner.cli ARGUMENTS` in `cwd` (its log/ and replays/ go there)."""
     started = time.monotonic()
     with trio.fail_after(limit):
         completed = await trio.run_process(
-            [sys.executable, "-m", "server.match", *arguments],
+            [sys.executable, "-m", "runner.cli", *arguments],
             cwd=cwd,
             env=environment(),
             capture_stdout=True,
@@ -334,7 +328,7 @@ async def test_ctrl_c_kills_the_bots_and_prints_the_score(tmp_path: Path) -> Non
     with stdout.open("wb") as output:
         process = await trio.lowlevel.open_process(
             [
-                *(sys.executable, "-m", "server.match"),
+                *(sys.executable, "-m", "runner.cli"),
                 *("--player1", FAST_BOT, "--player2", f"{FAST_BOT} --hang"),
                 *("--games", "5", "--no-timeout"),
             ],
