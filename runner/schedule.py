@@ -22,6 +22,12 @@ from runner.scores import Match, first_player
 GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
 
 
+def first_leaf(group: BaseExceptionGroup[MatchError]) -> MatchError:
+    """The first MatchError of a group (groups nest)."""
+    inner = group.exceptions[0]
+    return inner if isinstance(inner, MatchError) else first_leaf(inner)
+
+
 def board_seed(seed: int, pair: int) -> int:
     """The board seed of pair `pair` in a run with `--seed seed`: a hash, so runs with
     neighbouring seeds share no boards."""
@@ -67,9 +73,16 @@ class Schedule:
     async def play(self) -> None:
         """Play every game; raises MatchError on the first failure (the other games are
         cancelled and their players stopped)."""
-        async with trio.open_nursery() as nursery:
-            for _ in range(self.options.concurrency):
-                nursery.start_soon(self._worker)
+        try:
+            async with trio.open_nursery() as nursery:
+                for _ in range(self.options.concurrency):
+                    nursery.start_soon(self._worker)
+        except BaseExceptionGroup as group:
+            # The first failure cancels the other games; report it, not the group.
+            failures, others = group.split(MatchError)
+            if failures is None or others is not None:
+                raise
+            raise first_leaf(failures) from None
 
     async def _worker(self) -> None:
         server = self.server

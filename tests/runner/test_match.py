@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import trio
 
-from engine import GameResult, PlayerEntry, Team
+from engine import GameResult, GameState, PlayerEntry, Team
 from protocol.replay import read_replay
 from runner.cli import main
 from runner.game import left_the_game
@@ -426,3 +426,72 @@ async def test_socha_bots_two_games(tmp_path: Path) -> None:
             log = (tmp_path / "log" / f"{name}_game{number}.log").read_text(encoding="utf-8")
             assert "Result received" in log
             assert "The server left." in log
+
+
+# ---------------------------------------------------------------------------------------------
+# Concurrency and paired boards through the command
+
+
+async def test_concurrent_seeded_run_pairs_boards_and_records_each_game_once(
+    tmp_path: Path,
+) -> None:
+    run = await run_match(
+        tmp_path,
+        *("--player1", FAST_BOT, "--player2", FAST_BOT, "--games", "4", "--seed", "5"),
+        *("--concurrency", "2", "--force-concurrency", "--results", "results.jsonl"),
+        "--save-replay",
+        limit=40,
+    )
+    assert run.status == 0, run.stderr
+    assert "2 games at once" in run.stdout
+    games = {game["game"]: game for game in records(tmp_path / "results.jsonl")}
+    assert sorted(games) == [1, 2, 3, 4]  # each once, in whatever order they ended
+    assert len(game_lines(run.stdout)) == 4
+    assert_scores_add_up(list(games.values()))
+    assert_table_matches(run.stdout, list(games.values()), ["player1", "player2"])
+    for first, second in ((1, 2), (3, 4)):
+        a, b = games[first], games[second]
+        assert a["seed"] == b["seed"]
+        assert [p["name"] for p in a["players"]] == ["player1", "player2"]
+        assert [p["name"] for p in b["players"]] == ["player2", "player1"]
+        for game in (a, b):
+            replay = read_replay((tmp_path / game["replay"]).read_bytes())
+            assert replay.states[0] == GameState.initial(game["seed"])
+    assert games[1]["seed"] != games[3]["seed"]
+
+
+async def test_ctrl_c_with_concurrent_games_kills_every_bot(tmp_path: Path) -> None:
+    stdout = tmp_path / "stdout.txt"
+    with stdout.open("wb") as output:
+        process = await trio.lowlevel.open_process(
+            [
+                *(sys.executable, "-m", "runner.cli"),
+                *("--player1", FAST_BOT, "--player2", f"{FAST_BOT} --hang"),
+                *("--games", "5", "--no-timeout", "--concurrency", "2", "--force-concurrency"),
+            ],
+            cwd=tmp_path,
+            env=environment(),
+            stdout=output,
+            stderr=output,
+        )
+    try:
+        logs = [
+            tmp_path / "log" / f"{name}_game{number}.log"
+            for name in ("player1", "player2")
+            for number in (1, 2)
+        ]
+        with trio.fail_after(15):  # the bots of both games are running
+            while not all(log.exists() and "pid=" in log.read_text("utf-8") for log in logs):
+                await trio.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(15):
+            status = await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+    output_text = stdout.read_text(encoding="utf-8")
+    assert status == 130, output_text
+    assert "=============== SCORES ================" in output_text
+    assert "interrupted after 0 of 5 games" in output_text
+    for log in logs:
+        assert_gone(bot_pid(log))
