@@ -31,6 +31,7 @@ from pathlib import Path
 import trio
 
 from runner.game import Observation, Server
+from runner.ndjson import EventLog, read_resume
 from runner.options import PROGRAM, MatchError, Options, parse_options
 from runner.schedule import Schedule
 from runner.scores import Match
@@ -40,8 +41,10 @@ from server.config import ConfigError, load_settings
 DEFAULT_HARD_TIMEOUT = 10.0  # the official hard timeout; assumed for a server we did not start
 
 
-async def run(options: Options, match: Match) -> int:
-    """Play the games; returns the exit status. Raises MatchError for the status-2 ends."""
+async def run(options: Options, match: Match, events: EventLog | None = None) -> int:
+    """Play the games; returns the exit status. Raises MatchError for the status-2 ends.
+    Games already in `match.played` (a resumed run) are not played again."""
+    events = events or EventLog(None)
     try:
         options.log_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -71,7 +74,19 @@ async def run(options: Options, match: Match) -> int:
                         match.say(f"server: {server.host}:{server.port}")
                     if options.concurrency > 1:
                         match.say(f"{options.concurrency} games at once")
-                    await Schedule(options, match, server, record=partial(save, options)).play()
+                    done = frozenset(game.number for game in match.played)
+                    if done:
+                        match.say(f"resumed: {len(done)} of {options.games} games already played")
+
+                    async def record(observation: Observation) -> None:
+                        replay = await save(options, observation)
+                        summary = observation.summary
+                        events.game_end(summary, options.names, observation.move_ms, replay)
+
+                    schedule = Schedule(
+                        options, match, server, record, done=done, counted=events.stats
+                    )
+                    await schedule.play()
                     match_nursery.cancel_scope.cancel()  # the signal watcher
             finally:
                 # The in-process server shuts down gracefully (it returns at once without
@@ -132,8 +147,8 @@ async def start_server(
     return Server("127.0.0.1", port, settings.password, "random", settings.hard_timeout)
 
 
-async def save(options: Options, observation: Observation) -> None:
-    """Write the game's replay and result line, as asked for."""
+async def save(options: Options, observation: Observation) -> Path | None:
+    """Write the game's replay and result line, as asked for; the replay's path."""
     from server.replays import save_replay
     from server.results import ResultsLog, game_record
 
@@ -166,6 +181,7 @@ async def save(options: Options, observation: Observation) -> None:
         if summary.notes:
             record["notes"] = summary.notes
         await trio.to_thread.run_sync(ResultsLog(options.results).append, record)
+    return replay
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -177,13 +193,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(error)
     except SystemExit as exit_request:  # argparse: --help or a usage error (already printed)
         return exit_request.code if isinstance(exit_request.code, int) else ExitCode.USAGE
-    match = Match(options.names, options.games)
-    status: int = ExitCode.USAGE
+    match = Match(options.names, options.games, paired=options.seed is not None)
+    events = EventLog(options.ndjson)
     try:
-        status = trio.run(run, options, match)
+        if options.resume is not None:
+            for game in read_resume(options.resume, options).games:
+                match.restore(game)
+        events.open()
+    except MatchError as error:
+        return fail(error)
+    events.run_start(options, resumed=len(match.played))
+    status: int = ExitCode.USAGE
+    error_text: str | None = None
+    try:
+        status = trio.run(run, options, match, events)
     except BaseException as error:
         match_error = find_exception(error, MatchError)
         if match_error is not None:
+            error_text = str(match_error)
             status = fail(match_error)
         elif find_exception(error, KeyboardInterrupt) is not None:
             # Ctrl+C outside the graceful window (start-up): the bots are in cleanups already.
@@ -192,6 +219,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
     finally:
         restore_logging(options)
+        outcomes = {int(ExitCode.OK): "done", int(ExitCode.INTERRUPTED): "interrupted"}
+        outcome = outcomes.get(status, "error")
+        events.run_end(outcome, len(match.played), error_text)
+        events.close()
     if match.played or status == ExitCode.INTERRUPTED:
         match.print_table()
     if status == ExitCode.INTERRUPTED:

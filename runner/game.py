@@ -8,6 +8,7 @@ here, and the caller decides what to do with the observed game (count, save, rep
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import re
 from collections.abc import Mapping
@@ -62,6 +63,9 @@ class Observation:
     started: datetime
     # Whether the first memento showed the seeded board; None when no seed was asked for.
     seeded_board: bool | None
+    # Milliseconds between consecutive states as the observer received them: each move's
+    # time as seen from outside (thinking plus the server's and the network's share).
+    move_ms: list[float]
 
 
 @dataclass(frozen=True)
@@ -228,6 +232,7 @@ async def _observe(
     result: ResultMessage | None = None
     turn: int | None = None
     seeded_board: bool | None = None
+    state_times: list[float] = []
     started = datetime.now(UTC)
     while True:
         event: Event | None = None
@@ -255,6 +260,7 @@ async def _observe(
         if isinstance(message, Memento | RoomError | ResultMessage):
             packets.append(message)
         if isinstance(message, Memento):
+            state_times.append(trio.current_time())
             if turn is None and spec.seed is not None:
                 seeded_board = message.state.rows() == GameState.initial(spec.seed).rows()
             turn = message.state.turn
@@ -267,7 +273,8 @@ async def _observe(
             break
     seed = spec.seed if seeded_board else None
     summary = GameSummary(number, spec.one, room, result.result, turn, seed)
-    return Observation(summary, packets, started, seeded_board)
+    move_ms = [(b - a) * 1000 for a, b in itertools.pairwise(state_times)]
+    return Observation(summary, packets, started, seeded_board, move_ms)
 
 
 def _crashed(

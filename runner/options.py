@@ -38,6 +38,8 @@ class Options:
     game_timeout: float | None  # None: derived from the server's hard timeout
     concurrency: int = 1
     seed: int | None = None  # None: random, unpaired boards
+    ndjson: Path | None = None  # the event stream
+    resume: Path | None = None  # continue the run whose event stream this is
 
 
 def hardware_threads() -> int:
@@ -140,6 +142,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="append one JSON line per game to FILE",
     )
     parser.add_argument(
+        "--ndjson",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="append the run as JSON events to FILE, one per line (run_start, game_end, "
+        "stats, run_end)",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="continue the interrupted run whose --ndjson stream is FILE: finished games are "
+        "counted, not played again; new events go to FILE too (unless --ndjson names another)",
+    )
+    parser.add_argument(
         "--save-replay", action="store_true", help="save a replay of every game (official format)"
     )
     parser.add_argument(
@@ -214,6 +232,8 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         game_timeout=arguments.game_timeout,
         concurrency=min(concurrency, arguments.games),
         seed=arguments.seed,
+        ndjson=arguments.ndjson or arguments.resume,
+        resume=arguments.resume,
     )
 
 

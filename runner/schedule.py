@@ -54,7 +54,12 @@ class Schedule:
         server: Server,
         record: Callable[[Observation], Awaitable[None]],
         launchers: tuple[PlayerLauncher, PlayerLauncher] | None = None,
+        *,
+        done: frozenset[int] = frozenset(),
+        counted: Callable[[Match], None] | None = None,
     ) -> None:
+        """`record` is awaited for each finished game before it is counted, `counted` is
+        called after; game numbers in `done` were played by an earlier run (--resume)."""
         self.options = options
         self.match = match
         self.server = server
@@ -63,7 +68,8 @@ class Schedule:
             ProcessLauncher(options.commands[0]),
             ProcessLauncher(options.commands[1]),
         )
-        self.next_index = 0
+        self.counted = counted
+        self.pending = [index for index in range(options.games) if index + 1 not in done]
         self.paired = options.seed is not None  # until the server shows it ignores seeds
         # A game has at most 2 * ROUND_LIMIT moves, each at most a hard timeout long.
         self.game_limit = (
@@ -75,7 +81,7 @@ class Schedule:
         cancelled and their players stopped)."""
         try:
             async with trio.open_nursery() as nursery:
-                for _ in range(self.options.concurrency):
+                for _ in range(min(self.options.concurrency, len(self.pending))):
                     nursery.start_soon(self._worker)
         except BaseExceptionGroup as group:
             # The first failure cancels the other games; report it, not the group.
@@ -98,9 +104,8 @@ class Schedule:
                     await admin.authenticate(server.password)
                 except ConnectionClosed as error:
                     raise MatchError(f"the server closed the connection ({error.reason})") from None
-            while self.next_index < self.options.games:
-                index = self.next_index
-                self.next_index += 1
+            while self.pending:
+                index = self.pending.pop(0)
                 spec = game_spec(self.options, index, paired=self.paired)
                 observation = await play_game(
                     spec, self.launchers, admin, server, self.options.log_dir, self.game_limit
@@ -113,5 +118,7 @@ class Schedule:
                     )
                 await self.record(observation)
                 self.match.record(observation.summary)
+                if self.counted is not None:
+                    self.counted(self.match)
         finally:
             await admin.aclose()

@@ -70,6 +70,7 @@ class Match:
     games: int
     scores: tuple[PlayerScore, PlayerScore] = field(init=False)
     played: list[GameSummary] = field(default_factory=list)
+    paired: bool = False  # games 2p+1 and 2p+2 form a pair (--seed)
     # Looked up at run time, not import time: tests and callers may replace sys.stdout.
     out: TextIO = field(default_factory=lambda: sys.stdout)
 
@@ -83,11 +84,33 @@ class Match:
 
     def record(self, game: GameSummary) -> None:
         """Count a finished game and print its line."""
+        self.restore(game)
+        self.out.write(game_line(game, self.names, self.games) + "\n")
+        self.out.flush()
+
+    def restore(self, game: GameSummary) -> None:
+        """Count a finished game without printing it (a game of a resumed run)."""
         for slot, (entry, (points, swarm)) in enumerate(game.result.scores[:2]):
             self.scores[player_at(slot, game.one)].add(entry.team, game.result, points, swarm)
         self.played.append(game)
-        self.out.write(game_line(game, self.names, self.games) + "\n")
-        self.out.flush()
+
+    def trinomial(self) -> tuple[int, int, int]:
+        """Player1's (losses, draws, wins)."""
+        first = self.scores[0]
+        return first.losses, first.draws, first.wins
+
+    def pentanomial(self) -> tuple[int, int, int, int, int] | None:
+        """With paired boards: over the pairs whose two games (2p+1, 2p+2) are both finished,
+        how many gave player1 0, ½, 1, 1½, 2 points (LL, LD, DD+WL, WD, WW); else None."""
+        if not self.paired:
+            return None
+        points = {game.number: player1_points(game) for game in self.played}
+        counts = [0, 0, 0, 0, 0]
+        for number, first in points.items():
+            second = points.get(number + 1)
+            if number % 2 == 1 and second is not None:
+                counts[round((first + second) * 2)] += 1
+        return counts[0], counts[1], counts[2], counts[3], counts[4]
 
     def say(self, text: str) -> None:
         """Print a line between the game lines."""
@@ -125,6 +148,14 @@ class Match:
         detail = f" (lost by violation: {', '.join(irregular)})" if irregular else ""
         self.out.write(f"{self.irregular} of {len(self.played)} games ended irregularly{detail}\n")
         self.out.flush()
+
+
+def player1_points(game: GameSummary) -> float:
+    """Player1's points in a game: 1 for a win, ½ for a draw, 0 for a loss."""
+    winner = game.result.winner
+    if winner is None:
+        return 0.5
+    return 1.0 if player_at(0 if winner is Team.ONE else 1, game.one) == 0 else 0.0
 
 
 def game_line(game: GameSummary, names: tuple[str, str], games: int) -> str:

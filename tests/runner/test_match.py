@@ -495,3 +495,91 @@ async def test_ctrl_c_with_concurrent_games_kills_every_bot(tmp_path: Path) -> N
     assert "interrupted after 0 of 5 games" in output_text
     for log in logs:
         assert_gone(bot_pid(log))
+
+
+# ---------------------------------------------------------------------------------------------
+# The event stream and resuming
+
+
+def events_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+async def test_ndjson_stream_has_every_event(tmp_path: Path) -> None:
+    run = await run_match(
+        tmp_path,
+        *("--player1", FAST_BOT, "--player2", FAST_BOT, "--games", "3"),
+        *("--ndjson", "events.jsonl", "--save-replay"),
+        limit=30,
+    )
+    assert run.status == 0, run.stderr
+    events = events_of(tmp_path / "events.jsonl")
+    kinds = [event["event"] for event in events]
+    assert kinds[0] == "run_start" and kinds[-1] == "run_end"
+    assert kinds.count("game_end") == kinds.count("stats") == 3
+    start = events[0]
+    assert (start["players"], start["games"], start["seed"]) == (["player1", "player2"], 3, None)
+    ends = sorted((e for e in events if e["event"] == "game_end"), key=lambda e: e["game"])
+    for number, end in enumerate(ends, 1):
+        one = (number - 1) % 2
+        expected = ["player1", "player2"] if one == 0 else ["player2", "player1"]
+        assert (end["game"], end["one"], end["players"]) == (number, one, expected)
+        assert sum(end["siegpunkte"]) == 2 and end["regular"] is True
+        assert len(end["move_ms"]) == end["turn"]  # one time per move
+        assert all(ms >= 0 for ms in end["move_ms"])
+        assert (tmp_path / end["replay"]).is_file()
+        if end["winner"] is not None:
+            assert end["siegpunkte"][end["players"].index(end["winner"])] == 2
+    last_stats = [e for e in events if e["event"] == "stats"][-1]
+    assert last_stats["wins"] + last_stats["draws"] + last_stats["losses"] == 3
+    assert "pentanomial" not in last_stats  # no pairs without --seed
+    assert table(run.stdout)["player1"][1:4] == [
+        str(last_stats["wins"]),
+        str(last_stats["draws"]),
+        str(last_stats["losses"]),
+    ]
+    assert events[-1]["status"] == "done" and events[-1]["played"] == 3
+
+
+async def test_resume_plays_only_the_missing_games(tmp_path: Path) -> None:
+    bots = ("--player1", FAST_BOT, "--player2", FAST_BOT, "--games", "4", "--seed", "3")
+    first = await run_match(tmp_path, *bots, "--ndjson", "events.jsonl", limit=30)
+    assert first.status == 0, first.stderr
+    stream = tmp_path / "events.jsonl"
+    events = events_of(stream)
+    # An interruption after games 1 and 2, with a torn last line.
+    kept = [events[0], *(e for e in events if e["event"] == "game_end" and e["game"] <= 2)]
+    stream.write_text("".join(json.dumps(e) + "\n" for e in kept) + '{"event": "ga')
+    for log in (tmp_path / "log").glob("*_game*.log"):
+        log.unlink()
+
+    resumed = await run_match(tmp_path, *bots, "--resume", "events.jsonl", limit=30)
+    assert resumed.status == 0, resumed.stderr
+    assert "resumed: 2 of 4 games already played" in resumed.stdout
+    assert sorted(line.split("/")[0] for line in game_lines(resumed.stdout)) == [
+        "game 3",
+        "game 4",
+    ]
+    assert sorted(log.name for log in (tmp_path / "log").glob("player1_game*.log")) == [
+        "player1_game3.log",
+        "player1_game4.log",
+    ]
+    rows = table(resumed.stdout)
+    assert rows["player1"][0] == rows["player2"][0] == "4"  # all four games counted
+    lines = stream.read_text(encoding="utf-8").splitlines()
+    ends = [json.loads(line) for line in lines if '"game_end"' in line]
+    assert sorted(end["game"] for end in ends) == [1, 2, 3, 4]
+    last_stats = [json.loads(line) for line in lines if '"stats"' in line][-1]
+    assert sum(last_stats["pentanomial"]) == 2  # both pairs finished
+
+
+async def test_resume_refuses_another_match(tmp_path: Path) -> None:
+    bots = ("--player1", FAST_BOT, "--player2", FAST_BOT)
+    first = await run_match(tmp_path, *bots, "--games", "1", "--ndjson", "e.jsonl", limit=30)
+    assert first.status == 0, first.stderr
+    other = await run_match(tmp_path, *bots, "--games", "2", "--resume", "e.jsonl", limit=30)
+    assert other.status == 2
+    assert "is another match" in other.stderr
+    missing = await run_match(tmp_path, *bots, "--resume", "nope.jsonl", limit=30)
+    assert missing.status == 2
+    assert "--resume: cannot read nope.jsonl" in missing.stderr
