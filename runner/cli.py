@@ -30,6 +30,7 @@ from pathlib import Path
 
 import trio
 
+from runner.display import Display, display_for
 from runner.game import Observation, Server
 from runner.ndjson import EventLog, read_resume
 from runner.options import PROGRAM, MatchError, Options, parse_options
@@ -193,7 +194,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(error)
     except SystemExit as exit_request:  # argparse: --help or a usage error (already printed)
         return exit_request.code if isinstance(exit_request.code, int) else ExitCode.USAGE
-    match = Match(options.names, options.games, paired=options.seed is not None)
+    match = Match(
+        options.names,
+        options.games,
+        paired=options.seed is not None,
+        report_every=options.report_every,
+    )
     events = EventLog(options.ndjson)
     try:
         if options.resume is not None:
@@ -206,7 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     status: int = ExitCode.USAGE
     error_text: str | None = None
     try:
-        status = trio.run(run, options, match, events)
+        with display_for(match.out, options.games, len(match.played)) as display:
+            match.display = display
+            status = trio.run(run, options, match, events)
     except BaseException as error:
         match_error = find_exception(error, MatchError)
         if match_error is not None:
@@ -218,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             raise
     finally:
+        match.display = Display(match.out)  # the bar is gone: the table prints plainly
         restore_logging(options)
         outcomes = {int(ExitCode.OK): "done", int(ExitCode.INTERRUPTED): "interrupted"}
         outcome = outcomes.get(status, "error")

@@ -38,6 +38,7 @@ class Options:
     game_timeout: float | None  # None: derived from the server's hard timeout
     concurrency: int = 1
     seed: int | None = None  # None: random, unpaired boards
+    report_every: int = 10  # a block of figures every N games
     ndjson: Path | None = None  # the event stream
     resume: Path | None = None  # continue the run whose event stream this is
 
@@ -142,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="append one JSON line per game to FILE",
     )
     parser.add_argument(
+        "--report-every",
+        type=int,
+        default=10,
+        metavar="N",
+        help="print the figures so far every N games (default 10; 0 = never)",
+    )
+    parser.add_argument(
         "--ndjson",
         type=Path,
         default=None,
@@ -190,6 +198,8 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         raise MatchError(f"--port must be 1..65535, got {arguments.port}")
     if arguments.game_timeout is not None and not arguments.game_timeout > 0:
         raise MatchError(f"--game-timeout must be positive, got {arguments.game_timeout}")
+    if arguments.report_every < 0:
+        raise MatchError(f"--report-every must be 0 or more, got {arguments.report_every}")
     threads = hardware_threads() if threads is None else threads
     concurrency = arguments.concurrency
     if concurrency is None:
@@ -232,6 +242,7 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         game_timeout=arguments.game_timeout,
         concurrency=min(concurrency, arguments.games),
         seed=arguments.seed,
+        report_every=arguments.report_every,
         ndjson=arguments.ndjson or arguments.resume,
         resume=arguments.resume,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from engine import GameResult, Team
+from runner.display import Display
 
 
 @dataclass
@@ -73,9 +74,12 @@ class Match:
     paired: bool = False  # games 2p+1 and 2p+2 form a pair (--seed)
     # Looked up at run time, not import time: tests and callers may replace sys.stdout.
     out: TextIO = field(default_factory=lambda: sys.stdout)
+    report_every: int = 0  # a block of figures every N counted games (0 = never)
+    display: Display = field(init=False)
 
     def __post_init__(self) -> None:
         self.scores = (PlayerScore(self.names[0]), PlayerScore(self.names[1]))
+        self.display = Display(self.out)
 
     @property
     def irregular(self) -> int:
@@ -85,8 +89,12 @@ class Match:
     def record(self, game: GameSummary) -> None:
         """Count a finished game and print its line."""
         self.restore(game)
-        self.out.write(game_line(game, self.names, self.games) + "\n")
-        self.out.flush()
+        self.display.line(game_line(game, self.names, self.games))
+        losses, draws, wins = self.trinomial()
+        self.display.progress(len(self.played), self.games, f"+{wins} ={draws} -{losses}")
+        count = len(self.played)
+        if self.report_every and count % self.report_every == 0 and count < self.games:
+            self.display.line(self.counts_block())
 
     def restore(self, game: GameSummary) -> None:
         """Count a finished game without printing it (a game of a resumed run)."""
@@ -114,8 +122,25 @@ class Match:
 
     def say(self, text: str) -> None:
         """Print a line between the game lines."""
-        self.out.write(text + "\n")
-        self.out.flush()
+        self.display.line(text)
+
+    def counts_block(self) -> str:
+        """The figures so far, from player1's side (fastchess layout)."""
+        losses, draws, wins = self.trinomial()
+        played = len(self.played)
+        points = wins + draws / 2
+        ratio = points / played * 100 if played else 0.0
+        rule = "-" * 50
+        lines = [
+            rule,
+            f"Results of {self.names[0]} vs {self.names[1]} ({played} of {self.games} games):",
+            f"Wins: {wins}, Losses: {losses}, Draws: {draws}, Points: {points:g} ({ratio:.2f} %)",
+        ]
+        pentanomial = self.pentanomial()
+        if pentanomial is not None:
+            lines.append(f"Ptnml(0-2): [{', '.join(str(n) for n in pentanomial)}]")
+        lines.append(rule)
+        return "\n".join(lines)
 
     def print_table(self) -> None:
         """The final table, as the official TestClient prints it (plus violations)."""
