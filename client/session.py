@@ -207,12 +207,13 @@ class ClientSession:
         """Say goodbye like the official clients (`<close/>`, then `</protocol>`), so the
         server logs a disconnect rather than a lost connection; then close the stream.
         Best effort and bounded: a dead server does not hold us up."""
-        if self._closed is None:
-            with trio.move_on_after(GOODBYE_TIMEOUT), contextlib.suppress(ConnectionClosed):
-                await self.send(CloseRequest())
-                await self.send(StreamEnd())
-            self._close("closed by us")
+        # Shielded: closing also happens in cleanups after a cancellation (Ctrl+C).
         with trio.CancelScope(shield=True):
+            if self._closed is None:
+                with trio.move_on_after(GOODBYE_TIMEOUT), contextlib.suppress(ConnectionClosed):
+                    await self.send(CloseRequest())
+                    await self.send(StreamEnd())
+                self._close("closed by us")
             await self.stream.aclose()
 
     def _close(self, reason: str) -> ConnectionClosed:

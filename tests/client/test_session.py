@@ -211,3 +211,27 @@ async def test_seeded_prepare_starts_on_that_board() -> None:
                     boards.append(first.state.rows())
                     await admin.cancel(prepared.room_id)
             assert boards[0] == boards[1] != boards[2]
+
+
+async def test_closing_in_a_cancelled_scope_still_says_goodbye() -> None:
+    received = trio.Event()
+    data = bytearray()
+
+    async def record(stream: trio.SocketStream) -> None:
+        async for chunk in stream:
+            data.extend(chunk)
+        received.set()
+
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(partial(trio.serve_tcp, record, 0, host="127.0.0.1"))
+            port = listeners[0].socket.getsockname()[1]
+            with trio.CancelScope() as scope:
+                async with open_session("127.0.0.1", port) as session:
+                    await session.send_move("r", GameState.initial(1).legal_moves()[0])
+                    scope.cancel()
+                    await trio.sleep(1)  # cancelled here; the exit runs in a cancelled scope
+            assert session.closed
+            await received.wait()
+            assert bytes(data).endswith(b"<close/>\n</protocol>")
+            nursery.cancel_scope.cancel()
