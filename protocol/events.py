@@ -127,13 +127,22 @@ class SlotDescriptor:
 
 @dataclass(frozen=True, slots=True)
 class Prepare(_Event):
+    """`<prepare gameType pause [seed]>` with its `<slot>`s. `seed` is this server's
+    extension (docs/protocol.md §2): the room starts on `GameState.initial(seed)`. Official
+    clients never send it; the official server ignores it (XStream skips unknown attributes)."""
+
     game_type: str | None = None
     pause: bool = False
     slots: tuple[SlotDescriptor, ...] = ()
+    seed: int | None = None
     alias: ClassVar[str] = "prepare"
 
     def node(self) -> Node:
-        attrs = _attrs(("gameType", self.game_type), ("pause", kotlin_bool(self.pause)))
+        attrs = _attrs(
+            ("gameType", self.game_type),
+            ("pause", kotlin_bool(self.pause)),
+            ("seed", None if self.seed is None else str(self.seed)),
+        )
         children = tuple(slot.node() for slot in self.slots) if self.slots else None
         return ("prepare", attrs, children)
 

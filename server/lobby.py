@@ -437,7 +437,8 @@ class Lobby:
                 f"got {len(packet.slots)}"
             )
         self._refuse_when_shutting_down()
-        room = self._create_room(prepared=True, paused=packet.pause, state=GameState.initial())
+        state = GameState.initial(packet.seed)  # seed: our extension (protocol §2)
+        room = self._create_room(prepared=True, paused=packet.pause, state=state)
         for team, descriptor in zip((Team.ONE, Team.TWO), packet.slots, strict=False):
             slot = Slot(team, descriptor.display_name, descriptor.can_timeout, descriptor.reserved)
             room.slots.append(slot)
