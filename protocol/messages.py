@@ -8,6 +8,7 @@ inside a `<protocol>` stream.
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -279,8 +280,12 @@ def board_xml(rows: list[list[FieldState]], depth: int) -> str:
 # The same state goes to both players, the observers and the replay: remember the last
 # few renderings. GameState is immutable with value semantics; the rendered attributes are
 # part of the key too, so the cache stays right even if state equality ever ignores them.
+# The trio thread and the replay-writer threads share it: the lock keeps "evict the oldest"
+# atomic (two threads evicting the same key used to raise KeyError). Rendering happens
+# outside the lock.
 _STATE_CACHE: dict[tuple[object, ...], str] = {}
 _STATE_CACHE_SIZE = 32
+_STATE_CACHE_LOCK = threading.Lock()
 
 
 def state_xml(state: GameState, depth: int) -> str:
@@ -289,9 +294,10 @@ def state_xml(state: GameState, depth: int) -> str:
     xml = _STATE_CACHE.get(key)
     if xml is None:
         xml = _render_state(state, depth)
-        if len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
-            del _STATE_CACHE[next(iter(_STATE_CACHE))]
-        _STATE_CACHE[key] = xml
+        with _STATE_CACHE_LOCK:
+            while len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
+                del _STATE_CACHE[next(iter(_STATE_CACHE))]
+            _STATE_CACHE[key] = xml
     return xml
 
 
