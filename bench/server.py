@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from engine import GameState  # noqa: E402
-from protocol import ClientConnection, NeedData  # noqa: E402
+from protocol import GAME_TYPE, ClientConnection, NeedData  # noqa: E402
 from protocol.events import (  # noqa: E402
     Authenticate,
     JoinPrepared,
@@ -53,7 +53,6 @@ from protocol.messages import (  # noqa: E402
 
 PASSWORD = "bench"
 THINK_RANDOM = random.Random(2026)
-GAME_TYPE = "swc_2026_piranhas"
 
 
 @dataclass

@@ -13,6 +13,10 @@ from typing import ClassVar, TypeAlias
 from engine.types import Move
 from protocol._xml import Attrs, Node, render
 
+# The one game this server plays: the `gameType` of `<join>`/`<prepare>` and the plugin id
+# in replay file names.
+GAME_TYPE = "swc_2026_piranhas"
+
 
 def kotlin_str(value: str | None) -> str:
     return "null" if value is None else value
@@ -318,6 +322,7 @@ ClientPacket: TypeAlias = (
 )
 
 __all__ = [
+    "GAME_TYPE",
     "RESPONSE_CLASSES",
     "Authenticate",
     "CancelRequest",

@@ -11,9 +11,10 @@ from dataclasses import replace
 import structlog
 import trio
 
+from protocol import GAME_TYPE
 from server.config import Settings
 from server.connection import CLOSE_GRACE, Connection
-from server.lobby import GAME_TYPE, SHUTDOWN_REASON, Lobby
+from server.lobby import SHUTDOWN_REASON, Lobby
 from server.replays import load_start_state
 
 log = structlog.get_logger("server.app")

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
+from protocol.limits import DEFAULT_MAX_PACKET_BYTES
+
 if TYPE_CHECKING:
     from engine import GameState
 
@@ -47,7 +49,7 @@ class Settings:
     idle_timeout: float = 600.0
     reservation_ttl: float = 3600.0
     game_wall_clock_limit: float = 3600.0
-    max_packet_bytes: int = 65536
+    max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
     send_buffer_messages: int = 1000
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
@@ -361,7 +363,7 @@ _OPTIONS = (
         "maxPacketBytes",
         ("--max-packet-bytes", "--maxPacketBytes"),
         _positive_int(1024),
-        "largest accepted client packet in bytes (default 65536)",
+        f"largest accepted client packet in bytes (default {DEFAULT_MAX_PACKET_BYTES})",
         "N",
     ),
     _Option(

@@ -34,6 +34,7 @@ from engine import (
     game_result,
 )
 from protocol.events import (
+    GAME_TYPE,
     Authenticate,
     CancelRequest,
     ClientPacket,
@@ -70,7 +71,6 @@ from server.timers import Timer, Timers
 
 log = structlog.get_logger("server.lobby")
 
-GAME_TYPE = "swc_2026_piranhas"
 MAX_SLOTS = 2
 
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"

@@ -38,7 +38,7 @@ from typing import NoReturn, TextIO, TypeVar
 import trio
 
 from engine import ROUND_LIMIT, GameResult, Team
-from protocol import ClientConnection, NeedData, RemoteProtocolError
+from protocol import GAME_TYPE, ClientConnection, NeedData, RemoteProtocolError
 from protocol.events import (
     Authenticate,
     CancelRequest,
@@ -60,7 +60,6 @@ from protocol.messages import (
     ServerMessage,
 )
 from server.config import DEFAULT_PASSWORD, PROPERTIES_FILE, ConfigError, load_settings
-from server.lobby import GAME_TYPE
 
 PROGRAM = "piranhas-match"
 EXIT_OK = 0

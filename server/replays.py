@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from protocol.events import GAME_TYPE
 from server.config import ConfigError
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("server.replays")
 
-PLUGIN_ID = "swc_2026_piranhas"
+PLUGIN_ID = GAME_TYPE
 # Most file systems limit a file name to 255 bytes; names are cut to keep well below that.
 _MAX_NAME_BYTES = 80
 _UNSAFE = re.compile(r"[/\\\x00-\x1f\x7f]")

@@ -37,7 +37,7 @@ def test_state_cache_survives_concurrent_eviction(monkeypatch: pytest.MonkeyPatc
             for round_ in range(2000):
                 state = states[(offset * 7 + round_) % len(states)]
                 assert messages.state_xml(state, 2) == expected[id(state)]
-        except BaseException as error:  # noqa: BLE001 - collected and re-raised below
+        except BaseException as error:
             errors.append(error)
 
     old_interval = sys.getswitchinterval()

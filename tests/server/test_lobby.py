@@ -8,6 +8,7 @@ from pathlib import Path
 import trio
 
 from engine import Direction, GameState, Move, MoveMistake, Team
+from protocol import GAME_TYPE
 from protocol.events import (
     Authenticate,
     Join,
@@ -29,7 +30,6 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from protocol.replay import read_replay
-from server.lobby import GAME_TYPE
 
 from .conftest import FakePeer, Harness
 
