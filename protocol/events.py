@@ -206,18 +206,19 @@ class CancelRequest(_Event):
 
 @dataclass(frozen=True, slots=True)
 class MovePacket(_Event):
-    """`<room roomId><data class="move">`: a move for a room."""
+    """`<room roomId><data class="move">`: a move for a room. `room_id` is None when the
+    attribute is missing (the official server then answers "…room with id null")."""
 
-    room_id: str
+    room_id: str | None
     move: Move
     alias: ClassVar[str] = "room"
 
     def node(self) -> Node:
         data: Node = ("data", (("class", "move"),), move_children(self.move))
-        return ("room", (("roomId", self.room_id),), (data,))
+        return ("room", _attrs(("roomId", self.room_id)), (data,))
 
     def java_repr(self) -> str:
-        return f"RoomPacket(roomId={self.room_id}, data={self.move})"
+        return f"RoomPacket(roomId={kotlin_str(self.room_id)}, data={self.move})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,20 +227,21 @@ class RoomDataPacket(_Event):
     echoing `moveRequest`). `text` is the data's Kotlin toString for the official
     "Received non-move packet" message; `data_node` keeps the element for echoing."""
 
-    room_id: str
+    room_id: str | None
     data_class: str
     text: str
     data_node: Node | None = field(default=None, repr=False)
     alias: ClassVar[str] = "room"
 
     def node(self) -> Node:
+        attrs = _attrs(("roomId", self.room_id))
         if self.data_node is None and not self.data_class:
-            return ("room", (("roomId", self.room_id),), None)  # a <room> without data
+            return ("room", attrs, None)  # a <room> without data
         data = self.data_node or ("data", (("class", self.data_class),), None)
-        return ("room", (("roomId", self.room_id),), (data,))
+        return ("room", attrs, (data,))
 
     def java_repr(self) -> str:
-        return f"RoomPacket(roomId={self.room_id}, data={self.text})"
+        return f"RoomPacket(roomId={kotlin_str(self.room_id)}, data={self.text})"
 
 
 # Server → client packet aliases and their Java classes (sdk/…/sc/protocol/**): a client

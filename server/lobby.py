@@ -48,6 +48,7 @@ from protocol.events import (
     ResponsePacket,
     RoomDataPacket,
     StepRequest,
+    kotlin_str,
 )
 from protocol.messages import (
     ErrorPacket,
@@ -517,7 +518,7 @@ class Lobby:
         room = self.rooms.get(room_id) if room_id is not None else None
         if room is None:
             raise ClientError(
-                f"{_ROOM_EXCEPTION}: Couldn't find a room with id {room_id or 'null'}"
+                f"{_ROOM_EXCEPTION}: Couldn't find a room with id {kotlin_str(room_id)}"
             )
         return room
 
