@@ -30,6 +30,15 @@ _FORBIDDEN: Final = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _MAX_SLICE: Final = 16384
 
 
+def _strip_namespaces(packet: etree._Element) -> None:
+    """Rename every element of `packet` to its local name (attributes without a prefix
+    have no namespace anyway)."""
+    for element in packet.iter(etree.Element):
+        tag = str(element.tag)
+        if tag[0] == "{":
+            element.tag = tag.rpartition("}")[2]
+
+
 class EndOfDocument:
     """Marker in the packet queue: the peer closed its root element."""
 
@@ -116,6 +125,7 @@ class PacketReader:
         self._prolog: _Prolog | None = _Prolog()
         self._parser: etree.XMLPullParser | None = None
         self._depth = 0
+        self._namespaced = False  # an element of the current packet has a namespace
         self._root: etree._Element | None = None
         self._pending_bytes = 0  # fed since the last completed packet
         self._packets: deque[etree._Element | EndOfDocument] = deque()
@@ -229,10 +239,16 @@ class PacketReader:
             element: etree._Element = item  # type: ignore[assignment]
             if event == "start":
                 self._depth += 1
+                tag = str(element.tag)
+                if tag[0] == "{":
+                    # XStream compares local names: a default namespace on the root
+                    # (<protocol xmlns="…">) must not make every packet unknown.
+                    self._namespaced = True
+                    tag = tag.rpartition("}")[2]
                 if self._depth == 1:
                     self._root = element
                 elif self._depth == 2 and self._check_packet_name is not None:
-                    self._check_packet_name(str(element.tag))
+                    self._check_packet_name(tag)
                 if self._depth > max_depth + 1:  # +1: the root is depth 0
                     raise RemoteProtocolError(
                         f"<{element.tag}> nested deeper than {max_depth} levels"
@@ -246,6 +262,9 @@ class PacketReader:
                     # packets: an endless stream must not grow the root.
                     root.remove(element)
                     root.text = None
+                if self._namespaced:
+                    _strip_namespaces(element)
+                    self._namespaced = False
                 self._packets.append(element)
                 self._pending_bytes = 0
             elif self._depth == 0:

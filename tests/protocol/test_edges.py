@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from engine import Direction, Move
-from protocol import NEED_DATA, ServerConnection
+from protocol import NEED_DATA, RemoteProtocolError, ServerConnection
 from protocol.events import ClientPacket, Join, MovePacket, RoomDataPacket
 from protocol.messages import ErrorPacket
 
@@ -52,3 +54,25 @@ def test_room_without_room_id_is_echoed_without_the_attribute() -> None:
         "    </originalRequest>\n"
         "  </errorpacket>"
     )
+
+
+# --- namespaces (XStream compares local names) -----------------------------------------------
+
+
+def test_default_namespace_on_the_root_is_ignored() -> None:
+    data = (
+        b'<protocol xmlns="http://example.org/sc"><join gameType="g"/>'
+        + MOVE_WITHOUT_ROOM.replace(b"<room>", b'<room roomId="R">')
+        + b'<x:join xmlns:x="urn:x"/>'
+    )
+    events = events_of(data)
+    assert events == [Join("g"), MovePacket("R", Move(0, 1, Direction.UP)), Join()]
+    # Echoes carry the local names only: byte-identical to the un-namespaced packet.
+    assert events[1].to_xml() == MovePacket("R", Move(0, 1, Direction.UP)).to_xml()
+
+
+def test_namespaced_unknown_packet_is_named_by_its_local_name() -> None:
+    conn = ServerConnection()
+    conn.receive_data(b'<protocol xmlns="urn:sc"><yarr/>')
+    with pytest.raises(RemoteProtocolError, match="unknown packet <yarr>"):
+        conn.next_event()
