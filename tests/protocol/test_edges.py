@@ -6,9 +6,18 @@ from __future__ import annotations
 import pytest
 
 from engine import Direction, Move
-from protocol import NEED_DATA, RemoteProtocolError, ServerConnection
-from protocol.events import ClientPacket, Join, MovePacket, RoomDataPacket
-from protocol.messages import ErrorPacket
+from protocol import NEED_DATA, ClientConnection, RemoteProtocolError, ServerConnection
+from protocol._xml import render
+from protocol.events import (
+    Authenticate,
+    ClientPacket,
+    Join,
+    MovePacket,
+    Prepare,
+    RoomDataPacket,
+    SlotDescriptor,
+)
+from protocol.messages import MAX_ECHO_CHARS, ErrorPacket
 
 
 def events_of(data: bytes, conn: ServerConnection | None = None) -> list[ClientPacket]:
@@ -76,3 +85,63 @@ def test_namespaced_unknown_packet_is_named_by_its_local_name() -> None:
     conn.receive_data(b'<protocol xmlns="urn:sc"><yarr/>')
     with pytest.raises(RemoteProtocolError, match="unknown packet <yarr>"):
         conn.next_event()
+
+
+# --- bounded echo ----------------------------------------------------------------------------
+
+
+def _unauthenticated(packet: ClientPacket) -> ErrorPacket:
+    # The lobby's answer to an admin request from a client that did not authenticate.
+    message = f"sc.server.network.UnauthenticatedException: Request {packet.java_repr()} "
+    return ErrorPacket(message + "requires authentication", packet)
+
+
+def test_refusing_an_absurd_prepare_costs_less_than_it_came_with() -> None:
+    data = b'<protocol><prepare gameType="g">' + b"<slot/>" * 9000 + b"</prepare>"
+    [prepare] = events_of(data)
+    assert isinstance(prepare, Prepare) and len(prepare.slots) == 9000
+    error = _unauthenticated(prepare)
+    unbounded = len(error.message) + len(render(("originalRequest", (), prepare.node()[2])))
+    answer = ServerConnection().send(error)
+    before, after = unbounded / len(data), len(answer) / len(data)
+    assert before > 15  # what it was: 1.16 MB out for 63 KB in
+    assert after <= 2 * MAX_ECHO_CHARS / len(data) + 0.01 and after <= 2
+    # Still one valid, decodable errorpacket, echoing the first slots.
+    client = ClientConnection()
+    client.receive_data(answer)
+    echoed = client.next_event()
+    assert isinstance(echoed, ErrorPacket) and isinstance(echoed.original_request, Prepare)
+    assert 0 < len(echoed.original_request.slots) < 9000
+    assert echoed.message.startswith("sc.server.network.UnauthenticatedException: Request ")
+    assert echoed.message.endswith("…")
+
+
+@pytest.mark.parametrize("char", ["A", "\u0378", "&", "\t"])
+def test_a_long_attribute_is_echoed_cut(char: str) -> None:
+    # U+0378 (unassigned) is written as a 7-character reference: the worst escape ratio.
+    value = char * 16000
+    packet = Authenticate(value)
+    error = ErrorPacket("sc.server.network.AuthenticationFailedException: …", packet)
+    assert len(ServerConnection().send(error)) <= MAX_ECHO_CHARS + 200
+    client = ClientConnection()
+    client.receive_data(ServerConnection().send(error))
+    echoed = client.next_event()
+    assert isinstance(echoed, ErrorPacket) and isinstance(echoed.original_request, Authenticate)
+    password = echoed.original_request.password
+    assert (
+        password is not None
+        and password.endswith("…")
+        and password[:-1] == value[: len(password) - 1]
+    )
+
+
+def test_official_sized_errors_are_not_cut() -> None:
+    slots = (SlotDescriptor("Häschenschule", True, True), SlotDescriptor("Testhase", True, True))
+    prepare = Prepare("swc_2026_piranhas", False, slots)
+    error = _unauthenticated(prepare)
+    full = (
+        "errorpacket",
+        (("message", error.message),),
+        (("originalRequest", (("class", "prepare"), *prepare.node()[1]), prepare.node()[2]),),
+    )
+    assert error.to_xml(1) == "  " + render(full, 1)
