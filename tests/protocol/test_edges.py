@@ -3,10 +3,20 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import Direction, Move
-from protocol import NEED_DATA, ClientConnection, RemoteProtocolError, ServerConnection
+from protocol import (
+    NEED_DATA,
+    ClientConnection,
+    ProtocolLimits,
+    RemoteProtocolError,
+    ServerConnection,
+)
 from protocol._xml import render
 from protocol.events import (
     Authenticate,
@@ -145,3 +155,122 @@ def test_official_sized_errors_are_not_cut() -> None:
         (("originalRequest", (("class", "prepare"), *prepare.node()[1]), prepare.node()[2]),),
     )
     assert error.to_xml(1) == "  " + render(full, 1)
+
+
+# --- broken XML that libxml2 would wait on forever ------------------------------------------
+
+
+def _outcome(chunks: list[bytes], limits: ProtocolLimits | None = None) -> tuple[list, str]:
+    """Events and the error (or "NEED_DATA") after feeding `chunks` one by one."""
+    conn = ServerConnection(limits)
+    events: list[ClientPacket] = []
+    try:
+        for chunk in chunks:
+            conn.receive_data(chunk)
+            while (event := conn.next_event()) is not NEED_DATA:
+                assert not isinstance(event, type(NEED_DATA))
+                events.append(event)
+    except RemoteProtocolError as error:
+        return events, error.message
+    return events, "NEED_DATA"
+
+
+STALLING = [
+    b'<join gameType="a"\'b"/>',
+    b"<join 'x'/>",
+    b"<join a==\"x'/>",
+    b"<join a='1' b\"c/>",
+    b'<jo"in/>',
+    b'<room roomId="r"><data class="move" x="1"\'/></room>',
+]
+
+
+@pytest.mark.parametrize("packet", STALLING)
+def test_broken_start_tags_are_reported_at_once(packet: bytes) -> None:
+    data = b"<protocol><join/>" + packet
+    events, error = _outcome([data])
+    assert events == [Join()]
+    assert "broken XML" in error
+
+
+@pytest.mark.parametrize("packet", STALLING)
+def test_broken_start_tags_are_reported_whatever_the_split(packet: bytes) -> None:
+    data = b"<protocol><join/>" + packet
+    for split in range(1, len(data)):
+        events, error = _outcome([data[:split], data[split:]])
+        assert events == [Join()] and "broken XML" in error, split
+    events, error = _outcome([bytes([byte]) for byte in data])
+    assert events == [Join()] and "broken XML" in error
+
+
+@pytest.mark.parametrize(
+    ("packet", "event"),
+    [
+        (b'<join gameType="a\'>b"/>', Join("a'>b")),
+        (b"<join gameType = 'x\"y' />", Join('x"y')),
+        (b'<join\n gameType="x"\n/>', Join("x")),
+        (b"<!-- \"'<x -->\n<?pi '\"?><join/>", Join()),
+        (b"<join><![CDATA[\"']]></join>", Join()),
+        (b'<join></join  ><join gameType="&quot;&apos;&gt;"/>', Join()),
+    ],
+)
+def test_unusual_but_well_formed_packets_pass_whatever_the_split(
+    packet: bytes, event: ClientPacket
+) -> None:
+    data = b"<protocol>" + packet
+    for split in range(1, len(data)):
+        events, outcome = _outcome([data[:split], data[split:]])
+        assert outcome == "NEED_DATA" and events[0] == event, split
+    events, outcome = _outcome([bytes([byte]) for byte in data])
+    assert outcome == "NEED_DATA" and events[0] == event
+
+
+# --- maxPacketBytes to the byte ---------------------------------------------------------------
+
+LIMIT = 300
+
+
+def _packet_of(size: int, lead: int) -> bytes:
+    """A <join> of exactly `size` bytes, `lead` of them whitespace before it."""
+    body = size - lead - len(b'<join gameType=""/>')
+    assert body >= 0
+    return b" " * lead + b'<join gameType="' + b"g" * body + b'"/>'
+
+
+def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({cut % (len(data) + 1) for cut in cuts} | {0, len(data)})
+    return [data[a:b] for a, b in itertools.pairwise(points) if b > a]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sizes=st.lists(st.integers(LIMIT - 3, LIMIT + 2), min_size=1, max_size=4),
+    small=st.integers(20, 60),
+    lead=st.integers(0, 5),
+    cuts=st.lists(st.integers(0, 10**6), max_size=12),
+)
+def test_packet_limit_is_exact_whatever_the_chunking(
+    sizes: list[int], small: int, lead: int, cuts: list[int]
+) -> None:
+    # Packets of the limit pass, one byte more fails, wherever the chunks are cut (also
+    # when the previous packet completes inside the same chunk).
+    packets = [_packet_of(small, 0)] + [_packet_of(size, lead) for size in sizes]
+    assert [len(p) for p in packets[1:]] == sizes
+    data = b"<protocol>" + b"".join(packets)
+    events, outcome = _outcome(_chunks(data, cuts), ProtocolLimits(max_packet_bytes=LIMIT))
+    fitting = next((n for n, size in enumerate(sizes) if size > LIMIT), len(sizes))
+    assert len(events) == 1 + fitting
+    if fitting == len(sizes):
+        assert outcome == "NEED_DATA"
+    else:
+        assert f"exceeds {LIMIT} bytes" in outcome
+
+
+def test_an_unfinished_packet_fails_as_soon_as_it_passes_the_limit() -> None:
+    conn = ServerConnection(ProtocolLimits(max_packet_bytes=LIMIT))
+    conn.receive_data(b"<protocol><join/>" + b'<join gameType="' + b"g" * (LIMIT - 16))
+    assert conn.next_event() == Join()
+    assert conn.next_event() is NEED_DATA  # exactly LIMIT bytes so far
+    conn.receive_data(b"g")
+    with pytest.raises(RemoteProtocolError, match=f"exceeds {LIMIT} bytes"):
+        conn.next_event()
