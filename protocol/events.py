@@ -18,6 +18,10 @@ from protocol._xml import Attrs, Node, render
 GAME_TYPE = "swc_2026_piranhas"
 
 
+# Slot descriptors written out in full in Prepare.java_repr.
+MAX_REPR_SLOTS = 16
+
+
 def kotlin_str(value: str | None) -> str:
     return "null" if value is None else value
 
@@ -142,8 +146,13 @@ class Prepare(_Event):
         return ("prepare", attrs, children)
 
     def java_repr(self) -> str:
-        # Kotlin prints array properties of data classes with Arrays.toString.
-        slots = ", ".join(slot.java_repr() for slot in self.slots)
+        # Kotlin prints array properties of data classes with Arrays.toString. An official
+        # prepare has one or two slots; absurd counts are abbreviated so that refusing
+        # them (message, log line) costs little.
+        shown = [slot.java_repr() for slot in self.slots[:MAX_REPR_SLOTS]]
+        if len(self.slots) > MAX_REPR_SLOTS:
+            shown.append(f"… {len(self.slots) - MAX_REPR_SLOTS} more")
+        slots = ", ".join(shown)
         return (
             f"PrepareGameRequest(gameType={kotlin_str(self.game_type)}, "
             f"slotDescriptors=[{slots}], pause={kotlin_bool(self.pause)})"

@@ -111,7 +111,9 @@ def test_refusing_an_absurd_prepare_costs_less_than_it_came_with() -> None:
     [prepare] = events_of(data)
     assert isinstance(prepare, Prepare) and len(prepare.slots) == 9000
     error = _unauthenticated(prepare)
-    unbounded = len(error.message) + len(render(("originalRequest", (), prepare.node()[2])))
+    # What the answer was before (all slots in the message and in the echo).
+    every_slot = ", ".join(slot.java_repr() for slot in prepare.slots)
+    unbounded = len(every_slot) + len(render(("originalRequest", (), prepare.node()[2])))
     answer = ServerConnection().send(error)
     before, after = unbounded / len(data), len(answer) / len(data)
     assert before > 15  # what it was: 1.16 MB out for 63 KB in
@@ -274,3 +276,15 @@ def test_an_unfinished_packet_fails_as_soon_as_it_passes_the_limit() -> None:
     conn.receive_data(b"g")
     with pytest.raises(RemoteProtocolError, match=f"exceeds {LIMIT} bytes"):
         conn.next_event()
+
+
+def test_prepare_repr_abbreviates_absurd_slot_counts() -> None:
+    two = Prepare("g", False, (SlotDescriptor("a", True, True), SlotDescriptor("b")))
+    assert two.java_repr() == (
+        "PrepareGameRequest(gameType=g, slotDescriptors=[SlotDescriptor(displayName=a, "
+        "canTimeout=true, reserved=true), SlotDescriptor(displayName=b, canTimeout=false, "
+        "reserved=false)], pause=false)"
+    )
+    many = Prepare("g", False, (SlotDescriptor(),) * 9000)
+    assert len(many.java_repr()) < 2000
+    assert many.java_repr().endswith(", … 8984 more], pause=false)")
