@@ -125,7 +125,7 @@ def test_refusing_an_absurd_prepare_costs_less_than_it_came_with() -> None:
     assert isinstance(echoed, ErrorPacket) and isinstance(echoed.original_request, Prepare)
     assert 0 < len(echoed.original_request.slots) < 9000
     assert echoed.message.startswith("sc.server.network.UnauthenticatedException: Request ")
-    assert echoed.message.endswith("…")
+    assert "… 8984 more]" in echoed.message
 
 
 @pytest.mark.parametrize("char", ["A", "\u0378", "&", "\t"])
