@@ -288,3 +288,15 @@ def test_prepare_repr_abbreviates_absurd_slot_counts() -> None:
     many = Prepare("g", False, (SlotDescriptor(),) * 9000)
     assert len(many.java_repr()) < 2000
     assert many.java_repr().endswith(", … 8984 more], pause=false)")
+
+
+def test_a_long_message_is_cut() -> None:
+    # e.g. "unknown packet <…>" naming a 60 KB tag.
+    message = "unknown packet <" + "\u0378" * 60000 + ">"
+    data = ServerConnection().send(ErrorPacket(message, None))
+    assert len(data) <= MAX_ECHO_CHARS + 100
+    client = ClientConnection()
+    client.receive_data(data)
+    echoed = client.next_event()
+    assert isinstance(echoed, ErrorPacket)
+    assert echoed.message.startswith("unknown packet <\u0378") and echoed.message.endswith("…")
