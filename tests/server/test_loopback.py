@@ -16,6 +16,7 @@ import trio
 
 from engine import Direction, Move, Team
 from protocol.events import (
+    GAME_TYPE,
     Authenticate,
     CancelRequest,
     CloseRequest,
@@ -82,7 +83,7 @@ async def join_pair(server: Server) -> tuple[RawClient, RawClient, str]:
     one, two = await server.client(), await server.client()
     await one.send(Join())
     room_id = (await one.expect(Joined)).room_id
-    await two.send(Join("swc_2026_piranhas"))
+    await two.send(Join(GAME_TYPE))
     assert (await two.expect(Joined)).room_id == room_id
     return one, two, room_id
 
@@ -128,7 +129,7 @@ async def test_prepared_paused_game_with_observer_step_and_unpause() -> None:
         async with running_server() as server:
             admin = await server.client()
             slots = (SlotDescriptor("Alice", True, True), SlotDescriptor("Bob", True, True))
-            await admin.send(Authenticate("pw"), Prepare("swc_2026_piranhas", True, slots))
+            await admin.send(Authenticate("pw"), Prepare(GAME_TYPE, True, slots))
             prepared = await admin.expect(Prepared)
             room_id = prepared.room_id
             await admin.send(Observe(room_id))
