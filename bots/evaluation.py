@@ -1,0 +1,114 @@
+"""Static evaluation of a position for the search bot: heaviest swarm, spread and fragments.
+
+Everything is read through the engine's public API (`rows()`); the swarms are recomputed
+here with a small flood fill because the engine only exposes the heaviest weight, not the
+number of fragments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine import FieldState, GameState
+
+# (team index, size) of every fish field; squids and empty fields are absent.
+_FISH_INFO = {
+    field: (field.team.value, field.size)
+    for field in FieldState
+    if field.team is not None
+}
+
+# Weights of the evaluation terms, in hundredths of a swarm weight point.
+SWARM_WEIGHT = 100
+"""Per point of the heaviest swarm: the round-limit winner and the tie-breaker at the end."""
+SPREAD_WEIGHT = 12
+"""Per field of Chebyshev distance to the centroid beyond the tightest possible packing."""
+FRAGMENT_WEIGHT = 25
+"""Per swarm beyond the first."""
+
+
+def _tightest_spread(count: int) -> int:
+    """The least sum of Chebyshev distances to one field for `count` fish: ring k around it
+    holds 8k fields at distance k."""
+    total, ring, left = 0, 0, count
+    while left > 0:
+        fields = 1 if ring == 0 else 8 * ring
+        taken = min(left, fields)
+        total += taken * ring
+        left -= taken
+        ring += 1
+    return total
+
+
+_TIGHTEST = [_tightest_spread(count) for count in range(257)]
+
+
+@dataclass(frozen=True, slots=True)
+class TeamFeatures:
+    """What the evaluation knows about one team's fish."""
+
+    fish: int
+    heaviest_swarm: int  # -1 without fish, as GameState.greatest_swarm_weight
+    swarms: int
+    spread: float  # sum of Chebyshev distances to the centroid beyond the tightest packing
+
+    def score(self) -> float:
+        """This team's material-and-shape score (higher is better for it)."""
+        if self.fish == 0:
+            return -SWARM_WEIGHT
+        return (
+            SWARM_WEIGHT * self.heaviest_swarm
+            - SPREAD_WEIGHT * self.spread
+            - FRAGMENT_WEIGHT * (self.swarms - 1)
+        )
+
+
+def _features(fish: dict[int, int], stride: int) -> TeamFeatures:
+    """Features of one team; `fish` maps field index y*stride+x to size."""
+    if not fish:
+        return TeamFeatures(0, -1, 0, 0.0)
+    neighbours = (1, -1, stride, -stride, stride + 1, stride - 1, -stride + 1, -stride - 1)
+    unseen = set(fish)
+    heaviest = 0
+    swarms = 0
+    while unseen:
+        stack = [unseen.pop()]
+        weight = 0
+        swarms += 1
+        while stack:
+            index = stack.pop()
+            weight += fish[index]
+            for step in neighbours:
+                neighbour = index + step
+                if neighbour in unseen:
+                    unseen.remove(neighbour)
+                    stack.append(neighbour)
+        heaviest = max(heaviest, weight)
+    count = len(fish)
+    xs = [index % stride for index in fish]
+    ys = [index // stride for index in fish]
+    cx, cy = sum(xs) / count, sum(ys) / count
+    spread = sum(max(abs(x - cx), abs(y - cy)) for x, y in zip(xs, ys, strict=True))
+    return TeamFeatures(count, heaviest, swarms, max(0.0, spread - _TIGHTEST[min(count, 256)]))
+
+
+def team_features(state: GameState) -> tuple[TeamFeatures, TeamFeatures]:
+    """The features of (ONE, TWO) in `state`."""
+    stride = state.width + 1  # a guard column keeps neighbours from wrapping across rows
+    fish: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    info = _FISH_INFO
+    for y, row in enumerate(state.rows()):
+        base = y * stride
+        for x, field in enumerate(row):
+            found = info.get(field)
+            if found is not None:
+                fish[found[0]][base + x] = found[1]
+    return _features(fish[0], stride), _features(fish[1], stride)
+
+
+def evaluate(state: GameState) -> int:
+    """The heuristic value of a non-final `state` for the team to move, in hundredths of a
+    swarm weight point (far below the search's win scores)."""
+    one, two = team_features(state)
+    value = one.score() - two.score()
+    return round(value if state.current_team.value == 0 else -value)
