@@ -1,6 +1,6 @@
 """Watch two built-in bots play one game on the engine, redrawn after every move.
 
-    python -m bots.demo [--player1 search] [--player2 greedy] [--seed S] [--delay 0.3]
+python -m bots.demo [--player1 search] [--player2 greedy] [--seed S] [--delay 0.3]
 """
 
 from __future__ import annotations

@@ -145,7 +145,9 @@ class SearchBot:
             return final_score(state)
         if depth <= 0:
             # A team united after ONE's move: the game ends after the reply, look at it.
-            if not (state.turn & 1 and (state.is_connected(Team.ONE) or state.is_connected(Team.TWO))):
+            if not (
+                state.turn & 1 and (state.is_connected(Team.ONE) or state.is_connected(Team.TWO))
+            ):
                 return evaluate(state)
             depth = 1
 
