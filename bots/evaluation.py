@@ -1,8 +1,8 @@
 """Static evaluation of a position for the search bot: heaviest swarm, spread and fragments.
 
 Everything is read through the engine's public API (`rows()`); the swarms are recomputed
-here with a small flood fill because the engine only exposes the heaviest weight, not the
-number of fragments.
+here (bit masks, as the engine does) because the engine only exposes the heaviest weight,
+not the number of fragments.
 """
 
 from __future__ import annotations
@@ -64,47 +64,67 @@ class TeamFeatures:
         )
 
 
-def _features(fish: dict[int, int], stride: int) -> TeamFeatures:
-    """Features of one team; `fish` maps field index y*stride+x to size."""
-    if not fish:
+def _component(seed: int, mask: int, stride: int) -> int:
+    """The 8-connected group of `mask` containing `seed` (bit masks, one guard bit per row)."""
+    reach = seed
+    while True:
+        row_grown = reach | (reach << 1) | (reach >> 1)
+        grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & mask
+        if grown == reach:
+            return reach
+        reach = grown
+
+
+def _features(
+    mask: int, heavy: int, large: int, places: list[tuple[int, int]], stride: int
+) -> TeamFeatures:
+    """Features of one team: `mask` holds its fish (bit y*stride+x), `heavy` those of size ≥ 2,
+    `large` those of size 3; `places` their (x, y)."""
+    count = len(places)
+    if not count:
         return TeamFeatures(0, -1, 0, 0.0)
-    neighbours = (1, -1, stride, -stride, stride + 1, stride - 1, -stride + 1, -stride - 1)
-    unseen = set(fish)
     heaviest = 0
     swarms = 0
-    while unseen:
-        stack = [unseen.pop()]
-        weight = 0
+    remaining = mask
+    while remaining:
+        swarm = _component(remaining & -remaining, remaining, stride)
+        remaining ^= swarm
         swarms += 1
-        while stack:
-            index = stack.pop()
-            weight += fish[index]
-            for step in neighbours:
-                neighbour = index + step
-                if neighbour in unseen:
-                    unseen.remove(neighbour)
-                    stack.append(neighbour)
-        heaviest = max(heaviest, weight)
-    count = len(fish)
-    xs = [index % stride for index in fish]
-    ys = [index // stride for index in fish]
-    cx, cy = sum(xs) / count, sum(ys) / count
-    spread = sum(max(abs(x - cx), abs(y - cy)) for x, y in zip(xs, ys, strict=True))
+        weight = swarm.bit_count() + (swarm & heavy).bit_count() + (swarm & large).bit_count()
+        if weight > heaviest:
+            heaviest = weight
+    cx = sum(x for x, _ in places) / count
+    cy = sum(y for _, y in places) / count
+    spread = 0.0
+    for x, y in places:
+        dx, dy = abs(x - cx), abs(y - cy)
+        spread += dx if dx > dy else dy
     return TeamFeatures(count, heaviest, swarms, max(0.0, spread - _TIGHTEST[min(count, 256)]))
 
 
 def team_features(state: GameState) -> tuple[TeamFeatures, TeamFeatures]:
     """The features of (ONE, TWO) in `state`."""
-    stride = state.width + 1  # a guard column keeps neighbours from wrapping across rows
-    fish: tuple[dict[int, int], dict[int, int]] = ({}, {})
+    stride = state.width + 1  # a guard column keeps shifted masks from wrapping across rows
+    masks = [0, 0]
+    places: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
+    heavy = large = 0
     info = _FISH_INFO
     for y, row in enumerate(state.rows()):
         base = y * stride
         for x, field in enumerate(row):
             if field is not _EMPTY and field is not _SQUID:
                 team, size = info[id(field)]
-                fish[team][base + x] = size
-    return _features(fish[0], stride), _features(fish[1], stride)
+                bit = 1 << (base + x)
+                masks[team] |= bit
+                places[team].append((x, y))
+                if size >= 2:
+                    heavy |= bit
+                    if size == 3:
+                        large |= bit
+    return (
+        _features(masks[0], heavy, large, places[0], stride),
+        _features(masks[1], heavy, large, places[1], stride),
+    )
 
 
 def evaluate(state: GameState) -> int:

@@ -19,7 +19,7 @@ WIN = 1_000_000
 """A won final position scores WIN - turn (quicker wins are better); heuristics stay far below."""
 _INFINITY = 10 * WIN
 _EXACT, _LOWER, _UPPER = 0, 1, 2
-_TABLE_LIMIT = 400_000  # entries; the table is cleared beyond this to bound memory
+_TABLE_LIMIT = 200_000  # entries; the table is cleared beyond this to bound memory
 
 # Bonus keys for ordering (history scores stay far below these).
 _TABLE_MOVE = 1 << 40
@@ -88,6 +88,9 @@ class SearchBot:
         self._deadline = started + budget - reserve
         self._node_limit = self.max_nodes if self.max_nodes is not None else 1 << 62
         self._nodes = 0
+        # Earlier turns can never come back: keep only what the coming search may meet.
+        turn = state.turn
+        self._table = {key: entry for key, entry in self._table.items() if key.turn >= turn}
         if len(self._table) > _TABLE_LIMIT:
             self._table.clear()
         self._history = {move: value // 8 for move, value in self._history.items() if value >= 8}
