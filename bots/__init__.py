@@ -6,11 +6,12 @@ synchronous. Clients of the game server; the server never imports them.
     move = bot.choose(state, budget=1.5)   # a legal move, within the budget (seconds)
 """
 
-from bots.players import BOT_NAMES, Bot, GreedyBot, RandomBot, make_bot
+from bots.players import BOT_NAMES, DEFAULT_BUDGET, Bot, GreedyBot, RandomBot, make_bot
 from bots.search import SearchBot, SearchInfo
 
 __all__ = [
     "BOT_NAMES",
+    "DEFAULT_BUDGET",
     "Bot",
     "GreedyBot",
     "RandomBot",

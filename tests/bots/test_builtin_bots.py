@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bots import BOT_NAMES, GreedyBot, RandomBot, SearchBot, make_bot
-from bots.evaluation import evaluate, team_features
+from bots.evaluation import _tightest_spread, evaluate, team_features
 from bots.search import WIN, final_score
 from engine import GameState, Move, Team
 
@@ -190,3 +190,8 @@ def test_evaluation_sees_the_engines_swarms(state: GameState) -> None:
     other_side = GameState.from_rows(state.rows(), turn=state.turn + 1)
     assert evaluate(other_side) == -evaluate(state)
     assert abs(evaluate(state)) < WIN // 10
+
+
+def test_tightest_spread_fills_rings_around_the_centre() -> None:
+    # 1 centre field, 8 fields at distance 1, 16 at distance 2.
+    assert [_tightest_spread(n) for n in (0, 1, 2, 9, 10, 25)] == [0, 0, 1, 8, 10, 40]
