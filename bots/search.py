@@ -1,7 +1,8 @@
 """The `search` bot: negamax alpha-beta with iterative deepening under a time budget.
 
 Move ordering: the best move of the previous iteration (root) or of the transposition table
-(inside), then moves that unite the mover's swarm, captures, and the history heuristic.
+(inside), killer moves, then moves that unite the mover's swarm, captures, and the history
+heuristic.
 Leaves are scored by `bots.evaluation.evaluate`; final positions by the engine's own game
 end and winner rules (`is_over`, `current_winner`), round limit included.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from bots.evaluation import evaluate
@@ -22,7 +24,6 @@ _EXACT, _LOWER, _UPPER = 0, 1, 2
 _TABLE_LIMIT = 200_000  # entries; the table is cleared beyond this to bound memory
 
 # Bonus keys for ordering (history scores stay far below these).
-_TABLE_MOVE = 1 << 40
 _UNITES = 1 << 36
 _CAPTURES = 1 << 32
 
@@ -71,6 +72,7 @@ class SearchBot:
         self._use_table = transposition_table
         self._table: dict[GameState, tuple[int, int, int, Move | None]] = {}
         self._history: dict[Move, int] = {}
+        self._killers: dict[int, list[Move]] = {}
         self._nodes = 0
         self._deadline = 0.0
         self._node_limit = 0
@@ -94,6 +96,7 @@ class SearchBot:
         if len(self._table) > _TABLE_LIMIT:
             self._table.clear()
         self._history = {move: value // 8 for move, value in self._history.items() if value >= 8}
+        self._killers = {}
 
         # Seeded shuffle: equally good moves differ between seeds, not between runs.
         self._rng.shuffle(moves)
@@ -116,7 +119,7 @@ class SearchBot:
                 alpha = -_INFINITY
                 iteration_best: Move | None = None
                 for move, child in root:
-                    score = -self._negamax(child, depth - 1, -_INFINITY, -alpha)
+                    score = -self._negamax(child, depth - 1, -_INFINITY, -alpha, 1)
                     scores[move] = score
                     if score > alpha:
                         alpha, iteration_best = score, move
@@ -139,8 +142,9 @@ class SearchBot:
 
     # ---- the search ------------------------------------------------------------------------
 
-    def _negamax(self, state: GameState, depth: int, alpha: int, beta: int) -> int:
-        """The value of `state` for the team to move, searched `depth` plies (fail-soft)."""
+    def _negamax(self, state: GameState, depth: int, alpha: int, beta: int, ply: int) -> int:
+        """The value of `state` for the team to move, searched `depth` plies (fail-soft);
+        `ply` is its distance from the root."""
         self._nodes += 1
         if self._nodes > self._node_limit or time.perf_counter() > self._deadline:
             raise _Stop
@@ -169,38 +173,54 @@ class SearchBot:
 
         original_alpha = alpha
         best, best_move = -_INFINITY, None
-        for move, child in self._ordered(state, table_move):
-            score = -self._negamax(child, depth - 1, -beta, -alpha)
+        for move, child in self._children(state, table_move, ply):
+            score = -self._negamax(child, depth - 1, -beta, -alpha, ply + 1)
             if score > best:
                 best, best_move = score, move
                 if score > alpha:
                     alpha = score
                     if alpha >= beta:
                         self._history[move] = self._history.get(move, 0) + depth * depth
+                        killers = self._killers.setdefault(ply, [])
+                        if move not in killers:
+                            killers.insert(0, move)
+                            del killers[2:]
                         break
         if self._use_table:
             bound = _UPPER if best <= original_alpha else _LOWER if best >= beta else _EXACT
             self._table[state] = (depth, best, bound, best_move)
         return best
 
-    def _ordered(self, state: GameState, table_move: Move | None) -> list[tuple[Move, GameState]]:
-        """The children of `state`, likeliest best first."""
+    def _children(
+        self, state: GameState, table_move: Move | None, ply: int
+    ) -> Iterator[tuple[Move, GameState]]:
+        """The children of `state`, likeliest best first, in stages: the table's move, then
+        the moves that refuted siblings (killers), then the rest sorted by uniting, capturing
+        and history. Most nodes are cut off by an early child, so the later ones are only
+        made (applied) when they are needed."""
+        moves = state.legal_moves()
+        tried: list[Move] = []
+        for early in (table_move, *self._killers.get(ply, ())):
+            if early is not None and early not in tried and early in moves:
+                tried.append(early)
+                yield early, state.apply(early)
         me = state.current_team
         opponent_fish = state.fish_count(me.opponent)
         history = self._history
         keyed = []
-        for move in state.legal_moves():
+        for move in moves:
+            if move in tried:
+                continue
             child = state.apply(move)
             key = history.get(move, 0)
-            if move == table_move:
-                key += _TABLE_MOVE
             if child.is_connected(me):
                 key += _UNITES
             if child.fish_count(me.opponent) < opponent_fish:
                 key += _CAPTURES
             keyed.append((key, move, child))
         keyed.sort(key=lambda entry: entry[0], reverse=True)
-        return [(move, child) for _, move, child in keyed]
+        for _, move, child in keyed:
+            yield move, child
 
 
 def final_score(state: GameState) -> int:
