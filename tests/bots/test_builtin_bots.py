@@ -195,3 +195,31 @@ def test_evaluation_sees_the_engines_swarms(state: GameState) -> None:
 def test_tightest_spread_fills_rings_around_the_centre() -> None:
     # 1 centre field, 8 fields at distance 1, 16 at distance 2.
     assert [_tightest_spread(n) for n in (0, 1, 2, 9, 10, 25)] == [0, 0, 1, 8, 10, 40]
+
+
+def plain_negamax(state: GameState, depth: int) -> int:
+    """Full-width negamax without pruning, table or ordering: the reference value."""
+    if state.is_over:
+        return final_score(state)
+    if depth <= 0:
+        # The search looks one ply past a union made by ONE (the game ends after the reply).
+        if not (state.turn & 1 and (state.is_connected(Team.ONE) or state.is_connected(Team.TWO))):
+            return evaluate(state)
+        depth = 1
+    return max(-plain_negamax(state.apply(move), depth - 1) for move in state.legal_moves())
+
+
+@settings(max_examples=6, deadline=None)
+@given(positions, st.booleans())
+def test_search_value_equals_plain_negamax(state: GameState, table: bool) -> None:
+    # Pruning, ordering and the transposition table may change which of equal moves is
+    # played, never the value of the position.
+    assume(not state.is_over and len(state.legal_moves()) > 1)
+    bot = SearchBot(1, max_depth=2, transposition_table=table)
+    move = bot.choose(state, 600.0)
+    assert bot.last is not None
+    # A forced result ends the deepening early; deeper plies cannot change its value.
+    assert bot.last.depth == 2 or abs(bot.last.score) > WIN - 100
+    expected = plain_negamax(state, 2)
+    assert bot.last.score == expected
+    assert -plain_negamax(state.apply(move), 1) == expected
