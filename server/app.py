@@ -70,7 +70,7 @@ async def serve(
 
     async def handle(stream: trio.SocketStream, host: str, name: str) -> None:
         nonlocal all_closed
-        connection = Connection(stream, lobby, settings, name)
+        connection = Connection(stream, lobby, settings, name, address=address_key(host))
         connections.add(connection)
         if all_closed.is_set():
             all_closed = trio.Event()
