@@ -240,6 +240,22 @@ async def test_the_health_probe_is_quiet_and_real_clients_are_not(
     assert all(entry["peer"] == "client" for entry in at_info)
 
 
+async def test_a_real_health_probe_logs_nothing_at_info() -> None:
+    from server import healthcheck
+    from server.lobby import HEALTHCHECK_ROOM_PREFIX
+
+    assert healthcheck.ROOM_PREFIX == HEALTHCHECK_ROOM_PREFIX
+    with trio.fail_after(LIMIT):
+        async with running_server() as port:
+            with structlog.testing.capture_logs() as logs:
+                for _ in range(3):
+                    await trio.to_thread.run_sync(healthcheck.probe, "127.0.0.1", port, 5.0)
+                # The server handles the probe's <close/> after the probe returned.
+                while len(events(logs, "connection closed")) < 3:
+                    await trio.sleep(0.01)
+    assert [entry for entry in logs if entry["log_level"] != "debug"] == []
+
+
 # ------------------------------------------------------------------------------ connections
 
 
