@@ -177,6 +177,7 @@ class Admission:
             return f"Too many connections from {key}: the server accepts {per_address} at once"
         self.total += 1
         self.by_address[key] = count + 1
+        self._relieve(key)
         return None
 
     def release(self, host: str) -> None:
@@ -188,12 +189,20 @@ class Admission:
             self.by_address[key] = count
         else:
             self.by_address.pop(key, None)
+        self._relieve(key)
+
+    def _relieve(self, key: str) -> None:
+        """End the episodes of the limits no longer reached (each decides if it is quiet
+        long enough)."""
         if self.total < self.cap:
             self.total_episode.relieved()
-        if count < self.settings.max_connections_per_address:
-            episode = self.address_episodes.pop(key, None)
-            if episode is not None:
-                episode.relieved()
+        episode = self.address_episodes.get(key)
+        if episode is not None and self.by_address.get(key, 0) < (
+            self.settings.max_connections_per_address
+        ):
+            episode.relieved()
+            if not episode.active:
+                del self.address_episodes[key]
 
 
 async def accept_loop(

@@ -12,6 +12,7 @@ import resource
 from typing import Any
 
 import structlog
+import trio
 
 log = structlog.get_logger("server.limits")
 
@@ -19,13 +20,19 @@ log = structlog.get_logger("server.limits")
 # results log, replay files, worker threads, the listeners, logging. A result must never be
 # lost because clients took every descriptor.
 DESCRIPTOR_RESERVE = 64
+# An episode is over only after this long without a refusal: a client hovering at a limit
+# (closing and reopening, descriptors freed and taken again) must not make it start and end,
+# two log lines, every time.
+EPISODE_QUIET_SECONDS = 10.0
 # Asked for when the hard limit is "unlimited" (Linux refuses RLIM_INFINITY above nr_open).
 _UNLIMITED_TARGET = 1 << 20
 
 
 class Episode:
     """One kind of pressure (a limit being reached): `hit()` on every refusal, `relieved()`
-    when the limit is no longer reached. Logs once at the start and once at the end."""
+    when the limit is no longer reached. Logs once at the start and once at the end, which is
+    the first `relieved()` at least `EPISODE_QUIET_SECONDS` after the last refusal. Trio time:
+    call both from the trio thread."""
 
     def __init__(self, event: str, **fields: Any) -> None:
         self.event = event
@@ -33,18 +40,21 @@ class Episode:
         self.active = False
         self.refused = 0  # during the current episode
         self.refused_total = 0  # since start-up
+        self.last_hit = -float("inf")
 
     def hit(self, **fields: Any) -> None:
         """One refusal; the first of an episode is logged as a warning."""
         self.refused += 1
         self.refused_total += 1
+        self.last_hit = trio.current_time()
         if not self.active:
             self.active = True
             log.warning(self.event, **self.fields, **fields)
 
     def relieved(self, **fields: Any) -> None:
-        """The pressure is gone: log the end of the episode (once) with its refusals."""
-        if self.active:
+        """The limit is not reached now: log the end of the episode (once) with its refusals
+        if the last refusal is long enough ago."""
+        if self.active and trio.current_time() - self.last_hit >= EPISODE_QUIET_SECONDS:
             self.active = False
             log.info(f"{self.event}: over", refused=self.refused, **self.fields, **fields)
             self.refused = 0

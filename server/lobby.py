@@ -457,7 +457,8 @@ class Lobby:
         if len(member.rooms) < cap:
             if member.room_quota is not None:
                 member.room_quota.relieved()
-                member.room_quota = None
+                if not member.room_quota.active:
+                    member.room_quota = None
             return
         if member.room_quota is None:
             member.room_quota = Episode(

@@ -31,9 +31,17 @@ from protocol.events import (
     SlotDescriptor,
 )
 from protocol.messages import ErrorPacket, Joined, Prepared, ResultMessage
+from server import limits
 from server.app import accept_loop, serve
 from server.config import Settings
-from server.limits import DESCRIPTOR_RESERVE, Episode, address_key, connection_cap, is_loopback
+from server.limits import (
+    DESCRIPTOR_RESERVE,
+    EPISODE_QUIET_SECONDS,
+    Episode,
+    address_key,
+    connection_cap,
+    is_loopback,
+)
 from server.lobby import MAX_HELD_PACKETS
 
 from .conftest import Harness, HarnessFactory
@@ -178,7 +186,9 @@ async def test_rooms_per_connection_are_capped_and_logged_once(
     assert other.of(Joined)
 
 
-async def test_open_rooms_are_capped(make_harness: HarnessFactory) -> None:
+async def test_open_rooms_are_capped(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
     harness: Harness = await make_harness(max_rooms=2)
     peers = [harness.peer(f"p{index}") for index in range(6)]
     with structlog.testing.capture_logs() as logs:
@@ -191,6 +201,7 @@ async def test_open_rooms_are_capped(make_harness: HarnessFactory) -> None:
     harness.send(peers[0], JoinRoom("x"))  # noise: refused, not a room
     harness.lobby.disconnect(peers[0], "LOST_CONNECTION")
     await harness.settle()
+    await trio.sleep(EPISODE_QUIET_SECONDS)
     with structlog.testing.capture_logs() as logs:
         harness.send(peers[4], Join())
     assert peers[4].of(Joined)
@@ -280,7 +291,10 @@ async def assert_refused(client: RawClient, text: str) -> None:
         await client.receive()
 
 
-async def test_connections_per_address_are_capped_and_freed() -> None:
+async def test_connections_per_address_are_capped_and_freed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(limits, "EPISODE_QUIET_SECONDS", 0.0)
     with structlog.testing.capture_logs() as logs, trio.fail_after(LIMIT):
         async with running_server(
             max_connections_per_address=3, per_address_limit_on_loopback=True
@@ -342,42 +356,41 @@ def test_addresses_are_counted_as_one_whatever_their_spelling() -> None:
 
 
 class _ExhaustedListener:
-    """accept() fails with EMFILE `failures` times, then hands out `stream`, then waits."""
+    """accept() fails with EMFILE in the given rounds of calls; otherwise a new connection
+    arrives after a second."""
 
-    def __init__(self, failures: int, stream: object) -> None:
-        self.failures = failures
-        self.stream = stream
+    def __init__(self, *rounds: range) -> None:
+        self.rounds = rounds
         self.calls = 0
 
     async def accept(self) -> object:
         await trio.lowlevel.checkpoint()
         self.calls += 1
-        if self.calls <= self.failures:
+        if any(self.calls in failing for failing in self.rounds):
             raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
-        if self.calls == self.failures + 1:
-            return self.stream
-        await trio.sleep_forever()
-        raise AssertionError
+        await trio.sleep(1)
+        return self.calls
 
 
 async def test_descriptor_exhaustion_is_logged_once_and_accepting_recovers(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    stream = object()
-    listener = _ExhaustedListener(50, stream)
+    # 50 failures, one connection, 30 failures more (descriptors at the edge: one episode,
+    # not two), then connections every second: the episode ends 10 s after the last failure.
+    listener = _ExhaustedListener(range(1, 51), range(52, 82))
     admitted: list[object] = []
     exhausted = Episode("out of descriptors: not accepting connections")
     with structlog.testing.capture_logs() as logs:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(accept_loop, listener, admitted.append, exhausted)
-            await trio.sleep(60)
+            await trio.sleep(30)
             nursery.cancel_scope.cancel()
-    assert admitted == [stream]
+    assert admitted[0] == 51 and admitted[1:4] == [82, 83, 84]  # accepting recovered at once
     assert [entry["event"] for entry in logs] == [
         "out of descriptors: not accepting connections",
         "out of descriptors: not accepting connections: over",
     ]
-    assert logs[0]["log_level"] == "warning" and logs[1]["refused"] == 50
+    assert logs[0]["log_level"] == "warning" and logs[1]["refused"] == 80
 
 
 # ------------------------------------------------------------------------------ subprocesses
