@@ -50,6 +50,17 @@ class Settings:
     game_wall_clock_limit: float = 3600.0
     max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
     send_buffer_messages: int = 1000
+    # Admission limits (README "Limits"): every resource a client can claim is bounded.
+    max_connections: int = 1000
+    max_connections_per_address: int = 64
+    per_address_limit_on_loopback: bool = False
+    max_rooms: int = 1000
+    max_prepared_rooms: int = 500
+    max_rooms_per_connection: int = 4
+    login_failures: int = 5
+    login_failure_window: float = 60.0
+    login_lockout: float = 300.0
+    login_failure_delay: float = 1.0
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
     start_state: GameState | None = field(default=None, compare=False, repr=False)
@@ -372,6 +383,87 @@ _OPTIONS = (
         _positive_int(1),
         "queued messages before a client that does not read is dropped (default 1000)",
         "N",
+    ),
+    # Admission limits.
+    _Option(
+        "max_connections",
+        "maxConnections",
+        ("--max-connections", "--maxConnections"),
+        _positive_int(1),
+        "open connections in total; lowered to fit the descriptor limit (default 1000)",
+        "N",
+    ),
+    _Option(
+        "max_connections_per_address",
+        "maxConnectionsPerAddress",
+        ("--max-connections-per-address", "--maxConnectionsPerAddress"),
+        _positive_int(1),
+        "open connections per remote address, loopback exempt (default 64)",
+        "N",
+    ),
+    _Option(
+        "per_address_limit_on_loopback",
+        "perAddressLimitOnLoopback",
+        ("--per-address-limit-on-loopback", "--perAddressLimitOnLoopback"),
+        _parse_bool,
+        "apply maxConnectionsPerAddress to loopback clients too (default false)",
+        "true|false",
+    ),
+    _Option(
+        "max_rooms",
+        "maxRooms",
+        ("--max-rooms", "--maxRooms"),
+        _positive_int(1),
+        "open rooms in total (default 1000)",
+        "N",
+    ),
+    _Option(
+        "max_prepared_rooms",
+        "maxPreparedRooms",
+        ("--max-prepared-rooms", "--maxPreparedRooms"),
+        _positive_int(1),
+        "prepared rooms not started yet (default 500)",
+        "N",
+    ),
+    _Option(
+        "max_rooms_per_connection",
+        "maxRoomsPerConnection",
+        ("--max-rooms-per-connection", "--maxRoomsPerConnection"),
+        _positive_int(1),
+        "rooms one connection plays in at once (default 4)",
+        "N",
+    ),
+    _Option(
+        "login_failures",
+        "loginFailures",
+        ("--login-failures", "--loginFailures"),
+        _positive_int(1),
+        "failed admin logins per address within loginFailureWindow before a lockout (default 5)",
+        "N",
+    ),
+    _Option(
+        "login_failure_window",
+        "loginFailureWindow",
+        ("--login-failure-window", "--loginFailureWindow"),
+        _parse_positive_seconds,
+        "seconds in which loginFailures failures lock an address out (default 60)",
+        "SECONDS",
+    ),
+    _Option(
+        "login_lockout",
+        "loginLockout",
+        ("--login-lockout", "--loginLockout"),
+        _parse_seconds,
+        "seconds an address is refused admin login after too many failures (default 300)",
+        "SECONDS",
+    ),
+    _Option(
+        "login_failure_delay",
+        "loginFailureDelay",
+        ("--login-failure-delay", "--loginFailureDelay"),
+        _parse_seconds,
+        "seconds before a failed admin login is answered (default 1)",
+        "SECONDS",
     ),
 )
 # Keys are case-sensitive, as in java.util.Properties.

@@ -58,7 +58,8 @@ def prepare(
 
 
 async def test_wrong_password_is_refused_and_connection_stays_usable(make_harness) -> None:
-    harness: Harness = await make_harness(password=PASSWORD)
+    # Answered at once here; the delay of failed logins is tested in test_limits.py.
+    harness: Harness = await make_harness(password=PASSWORD, login_failure_delay=0)
     peer = harness.peer("p")
     harness.send(peer, Authenticate("wrong"))
     harness.send(peer, Authenticate(None))
@@ -83,7 +84,7 @@ async def test_wrong_password_is_refused_and_connection_stays_usable(make_harnes
 
 
 async def test_without_a_configured_password_nobody_is_admin(make_harness) -> None:
-    harness: Harness = await make_harness(password=None)
+    harness: Harness = await make_harness(password=None, login_failure_delay=0)
     peer = harness.peer("p")
     harness.send(peer, Authenticate("examplepassword"))
     assert isinstance(peer.messages[0], ErrorPacket)
