@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ import trio
 from league.config import LeagueConfig
 from league.schedule import Match
 from runner.options import MatchError
+from server.cli import find_exception
 
 from fleet.match import MatchEnd, StoreThread, play_match
 from fleet.queue import (
@@ -44,6 +46,11 @@ __all__ = ["WorkerSetup", "default_worker_name", "run_worker"]
 log = structlog.get_logger("fleet.worker")
 
 SHUTDOWN_TIMEOUT_MS = 60_000
+
+
+def say(line: str) -> None:
+    """One line on stderr (what a supervisor or `docker logs` shows)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def default_worker_name() -> str:
@@ -68,6 +75,12 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
     """Consume matches until SIGTERM or SIGINT (main thread only). Returns the exit status."""
     import dramatiq
 
+    from server.logs import configure_logging
+
+    setup.log_dir.mkdir(parents=True, exist_ok=True)
+    # The game server logs every move: to a file; stderr gets one line per match.
+    log_file = (setup.log_dir / "worker.log").open("a", encoding="utf-8")
+    configure_logging("console", "info", stream=log_file, cache=False)
     shutdown = ShutdownFlag()
     broker = make_broker(setup.redis_url, shutdown=shutdown)
     db = StoreThread(lambda: open_store(setup.database))
@@ -81,7 +94,7 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         if run is None:
             log.info("nothing to do", match=match_id)
             return
-        log.info("match started", match=match_id, attempt=run.attempt, games=len(run.claims))
+        say(f"match {match_id}: attempt {run.attempt}, {len(run.claims)} games to play")
         try:
             end = trio.run(
                 lambda: play_match(
@@ -94,15 +107,18 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
                     poll_interval=setup.poll_interval,
                 )
             )
-        except MatchError as error:
+        except Exception as error:
+            # A match that could not be played (a bot that does not start, a server that
+            # went away); trio may wrap the cause in an exception group.
+            cause = find_exception(error, MatchError) or error
             if retries_of_current_message() >= MAX_RETRIES:
-                log.error("match failed for good", match=match_id, error=str(error))
-                db.call_sync(lambda: db.runs.fail(match_id, str(error)))
+                say(f"match {match_id}: failed for good: {cause}")
+                db.call_sync(lambda: db.runs.fail(match_id, str(cause)))
             else:
-                log.warning("match failed, will retry", match=match_id, error=str(error))
+                say(f"match {match_id}: failed, to be retried: {cause}")
                 db.call_sync(lambda: db.runs.requeue(run))
             raise
-        log.info("match ended", match=match_id, attempt=run.attempt, end=end.value)
+        say(f"match {match_id}: attempt {run.attempt} ended: {end.value}")
         if end is MatchEnd.STOPPING:
             # Given back in the store; a new message puts it in the queue again before this
             # one is acknowledged (at worst both are delivered: the second finds it done).
@@ -115,16 +131,18 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     worker.start()
-    log.info("worker ready", name=setup.name)
+    say(f"worker {setup.name} ready")
     if ready is not None:
         ready.set()
     try:
         # A timed wait: Python runs the signal handlers between the waits.
         while not stop.wait(0.5):
             pass
-        log.info("worker stopping", name=setup.name)
+        say(f"worker {setup.name} stopping")
         worker.stop(timeout=SHUTDOWN_TIMEOUT_MS)
     finally:
         db.close()
         broker.close()
+        log_file.close()
+    say(f"worker {setup.name} stopped")
     return 0

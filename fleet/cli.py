@@ -1,0 +1,166 @@
+"""The distributed league's commands (docs/distributed.md), also under `piranhas-league`:
+
+    run LEAGUE.toml       send every match to the queue, then show live standings until done
+    worker LEAGUE.toml    play matches from the queue (one at a time) until SIGTERM
+    status LEAGUE.toml    queued, running (on which worker, since when), done, failed, cancelled
+    cancel LEAGUE.toml    cancel matches (`--match N`, repeatable) or the whole league (`--all`)
+    play LEAGUE.toml      play the league here, one match after the other, without a queue
+
+`--database` is a PostgreSQL URL (`postgresql://user:password@host:5432/league`) or the path of
+an SQLite file (one machine only); `--redis` the Redis URL. Both default to the environment
+(`PIRANHAS_DATABASE`, `PIRANHAS_REDIS_URL`), so a compose file sets them once.
+
+Exit status: 0 success (`run`: every match done), 1 `run` ended with failed or cancelled
+matches, 2 a bad league file, store or command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from league.config import LeagueConfig, LeagueFileError, load_league
+from league.schedule import build_schedule
+from league.store import StoreError
+
+__all__ = ["COMMANDS", "add_commands", "dispatch", "main"]
+
+COMMANDS = ("run", "worker", "status", "cancel", "play")
+
+
+class UsageError(Exception):
+    """A missing setting (the message says which)."""
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the distributed commands to a `piranhas-league` parser."""
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("league", type=Path, metavar="FILE.toml")
+        parser.add_argument(
+            "--database",
+            default=os.environ.get("PIRANHAS_DATABASE"),
+            help="postgresql://… or an SQLite file (default: $PIRANHAS_DATABASE, else the "
+            "league file's database)",
+        )
+
+    def redis(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--redis",
+            default=os.environ.get("PIRANHAS_REDIS_URL"),
+            help="redis://host:6379/0 (default: $PIRANHAS_REDIS_URL)",
+        )
+
+    run = commands.add_parser("run", help="distributed: queue every match, show live standings")
+    common(run)
+    redis(run)
+    run.add_argument("--interval", type=float, default=5.0, help="seconds between updates")
+    run.add_argument("--no-wait", action="store_true", help="only queue the matches")
+
+    worker = commands.add_parser("worker", help="distributed: play matches from the queue")
+    common(worker)
+    redis(worker)
+    worker.add_argument("--name", help="shown in status (default: host:pid)")
+    worker.add_argument(
+        "--log-dir", type=Path, default=Path("worker-logs"), help="bot and server logs"
+    )
+    worker.add_argument("--poll", type=float, default=1.0, help="seconds between heartbeats")
+
+    status = commands.add_parser("status", help="distributed: the state of every match")
+    common(status)
+
+    cancel = commands.add_parser("cancel", help="distributed: cancel matches or the league")
+    common(cancel)
+    which = cancel.add_mutually_exclusive_group(required=True)
+    which.add_argument("--match", type=int, action="append", metavar="N", help="a match id")
+    which.add_argument("--all", action="store_true", help="every match not yet done")
+
+    play = commands.add_parser("play", help="play the league on this machine, no queue")
+    common(play)
+    play.add_argument("--log-dir", type=Path, default=Path("league-logs"))
+
+
+def _database(config: LeagueConfig, args: argparse.Namespace) -> str:
+    return str(args.database) if args.database else str(config.database)
+
+
+def _redis(args: argparse.Namespace) -> str:
+    if not args.redis:
+        raise UsageError("no Redis: give --redis redis://host:6379/0 or set PIRANHAS_REDIS_URL")
+    return str(args.redis)
+
+
+def dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    """Run one of COMMANDS; the exit status."""
+    from fleet import coordinator
+    from fleet.runs import RunStatus
+    from fleet.stores import open_store
+
+    config = load_league(args.league)
+    database = _database(config, args)
+    if args.command == "run":
+        redis_url = _redis(args)
+        sent = coordinator.enqueue(config, database, redis_url)
+        print(f"{len(sent)} matches sent to the queue", file=out, flush=True)
+        if args.no_wait:
+            return 0
+        states = coordinator.wait_until_final(config, database, out=out, interval=args.interval)
+        return 0 if all(state.status is RunStatus.DONE for state in states) else 1
+    if args.command == "worker":
+        from fleet.worker import WorkerSetup, default_worker_name, run_worker
+
+        # Workers do not create tables (the coordinator does; concurrent CREATEs can clash).
+        matches = build_schedule(config)
+        setup = WorkerSetup(
+            config,
+            {match.id: match for match in matches},
+            database,
+            _redis(args),
+            args.log_dir,
+            args.name or default_worker_name(),
+            args.poll,
+        )
+        return run_worker(setup)
+    if args.command == "play":
+        ends = coordinator.play_local(config, database, args.log_dir)
+        print(f"{len(ends)} matches played", file=out)
+        store, _ = open_store(database)
+        try:
+            print(coordinator.format_standings(coordinator.standings(config, store)), file=out)
+        finally:
+            store.close()
+        return 0
+    coordinator.initialize(config, database)
+    store, runs = open_store(database)
+    try:
+        if args.command == "status":
+            print(coordinator.format_status(runs.states(), time.time()), file=out)
+            return 0
+        count = runs.cancel(None if args.all else args.match)
+        print(f"cancel requested for {count} matches", file=out)
+        return 0
+    finally:
+        store.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`piranhas-fleet`, the same commands on their own."""
+    parser = argparse.ArgumentParser(
+        prog="piranhas-fleet", description="A league across machines (docs/distributed.md)."
+    )
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return dispatch(args, sys.stdout)
+    except (LeagueFileError, UsageError, StoreError, OSError) as error:
+        print(f"piranhas-league: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
