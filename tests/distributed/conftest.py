@@ -1,6 +1,5 @@
-"""Fixtures of the distributed league tests: a real Redis and PostgreSQL for the session (skipped
-with the reason when the Debian packages are missing), a fresh database and an empty queue per
-test, league files with deterministic test bots, and worker processes to kill, stop and signal.
+"""Fixtures of the distributed league tests (Redis and PostgreSQL come from tests/conftest.py):
+league files with deterministic test bots, and worker processes to kill, stop and signal.
 
 The tests are marked `distributed` and deselected unless asked for (`pytest -m distributed`).
 """
@@ -13,62 +12,15 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from .servers import PostgresServer, RedisServer, ServerMissing
 
 ROOT = Path(__file__).resolve().parents[2]
 PACED_BOT = Path(__file__).with_name("paced_bot.py")
-
-
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[RedisServer]:
-    """Redis for the whole session (append-only, loopback, a free port)."""
-    try:
-        server = RedisServer()
-    except ServerMissing as missing:
-        pytest.skip(str(missing))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """PostgreSQL for the whole session (private cluster, loopback, a free port)."""
-    try:
-        server = PostgresServer()
-    except ServerMissing as missing:
-        pytest.skip(str(missing))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-@pytest.fixture
-def database(postgres_server: PostgresServer) -> str:
-    """A new, empty PostgreSQL database for one test."""
-    return postgres_server.create_database(f"league_{uuid.uuid4().hex[:12]}")
-
-
-@pytest.fixture
-def redis_url(redis_server: RedisServer) -> str:
-    """The session's Redis, emptied for this test (no message of another test is left)."""
-    import redis
-
-    client = redis.Redis.from_url(redis_server.url)
-    client.flushall()
-    client.close()
-    return redis_server.url
 
 
 def league_text(

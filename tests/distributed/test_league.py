@@ -129,13 +129,13 @@ class League:
 
 @pytest.fixture
 def make_league(
-    tmp_path: Path, database: str, redis_url: str, start_worker: StartWorker
+    tmp_path: Path, postgres_dsn: str, redis_url: str, start_worker: StartWorker
 ) -> Iterator[Callable[..., League]]:
     leagues: list[League] = []
 
     def make(**kwargs: object) -> League:
         text = league_text(delay=DELAY, **kwargs)  # type: ignore[arg-type]
-        league = League(tmp_path, database, redis_url, start_worker, text)
+        league = League(tmp_path, postgres_dsn, redis_url, start_worker, text)
         leagues.append(league)
         return league
 
