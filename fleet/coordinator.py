@@ -112,7 +112,11 @@ def format_status(states: Iterable[RunState], now: float) -> str:
     for state in states:
         if state.status is RunStatus.RUNNING:
             since = state.started_at or now
-            beat = "" if state.heartbeat_at is None else f", last heartbeat {now - state.heartbeat_at:.0f} s ago"
+            beat = (
+                ""
+                if state.heartbeat_at is None
+                else f", last heartbeat {now - state.heartbeat_at:.0f} s ago"
+            )
             cancelling = ", cancel requested" if state.cancel_requested else ""
             lines.append(
                 f"match {state.match_id}: running on {state.worker} since {_when(since)} UTC "
@@ -191,4 +195,3 @@ def play_local(
     finally:
         db.close()
     return ends
-

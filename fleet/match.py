@@ -121,7 +121,9 @@ class _Stop:
     reason: MatchEnd | None = None
 
 
-async def _serve(config: LeagueConfig, log_dir: Path, nursery: trio.Nursery, stop: trio.Event) -> Server:
+async def _serve(
+    config: LeagueConfig, log_dir: Path, nursery: trio.Nursery, stop: trio.Event
+) -> Server:
     from server.app import serve
     from server.config import Settings
 
@@ -230,4 +232,3 @@ async def _poll(
             break
         await trio.sleep(interval)
     scope.cancel()
-

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, TypeVar
 
 import psycopg
@@ -93,9 +93,7 @@ class PostgresBackend:
         if self._connection is not None and not self._connection.closed:
             return self._connection
         self._connection = retrying(
-            lambda: psycopg.connect(
-                self.dsn, connect_timeout=CONNECT_TIMEOUT, autocommit=True
-            ),
+            lambda: psycopg.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT, autocommit=True),
             retry_for=self.reconnect_for,
         )
         return self._connection
@@ -119,10 +117,8 @@ class PostgresBackend:
 
     def _drop(self) -> None:
         if self._connection is not None:
-            try:
+            with suppress(psycopg.Error):
                 self._connection.close()
-            except psycopg.Error:
-                pass
             self._connection = None
 
     def close(self) -> None:

@@ -70,7 +70,7 @@ def make_broker(url: str, *, shutdown: ShutdownFlag | None = None) -> RedisBroke
     ]
     if shutdown is not None:
         middleware.append(shutdown)
-    return RedisBroker(
+    return RedisBroker(  # type: ignore[no-untyped-call]
         url=url,
         middleware=middleware,
         heartbeat_timeout=HEARTBEAT_TIMEOUT_MS,
@@ -82,15 +82,14 @@ def declare_match_actor(
     broker: dramatiq.Broker, play: Callable[[int], None]
 ) -> dramatiq.Actor[[int], None]:
     """The match actor on `broker`: `play(match_id)` runs in the worker's one thread."""
-    actor: dramatiq.Actor[[int], None] = dramatiq.actor(
-        play,
+    decorate = dramatiq.actor(
         actor_name=ACTOR_NAME,
         queue_name=MATCH_QUEUE,
         broker=broker,
         max_retries=MAX_RETRIES,
         time_limit=math.inf,
     )
-    return actor
+    return decorate(play)
 
 
 def retries_of_current_message() -> int:

@@ -38,7 +38,6 @@ from fleet.queue import (
     make_broker,
     retries_of_current_message,
 )
-from fleet.runs import Runs
 from fleet.stores import open_store
 
 __all__ = ["WorkerSetup", "default_worker_name", "run_worker"]

@@ -138,12 +138,14 @@ class PostgresServer:
         subprocess.run(
             [
                 str(self.bin / "initdb"),
-                "-D", str(self.data),
-                "-U", "postgres",
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
                 "--auth=trust",
                 "--encoding=UTF8",
                 "--no-sync",
-            ],  # fmt: skip
+            ],
             check=True,
             user=self.user,
             group=self.user,

@@ -17,9 +17,10 @@ import pytest
 import redis
 
 from fleet import coordinator
-from fleet.runs import Runs, RunState, RunStatus
+from fleet.runs import RunState, RunStatus
 from fleet.stores import open_store
 from league.config import LeagueConfig, load_league
+from league.schedule import build_schedule
 from league.store import LeagueStore
 
 from .conftest import StartWorker, WorkerProcess, league_text
@@ -86,9 +87,7 @@ class League:
     def start_workers(self, count: int) -> None:
         for _ in range(count):
             name = f"w{len(self.workers) + 1}"
-            self.workers.append(
-                self._start_worker(self.file, self.database, self.redis_url, name)
-            )
+            self.workers.append(self._start_worker(self.file, self.database, self.redis_url, name))
 
     def states(self) -> dict[int, RunState]:
         return {state.match_id: state for state in self.runs.states()}
@@ -109,7 +108,9 @@ class League:
         def mid_match(states: dict[int, RunState]) -> bool:
             recorded = {game.game.match_id for game in self.store.finished_games()}
             found[:] = [
-                s for s in states.values() if s.status is RunStatus.RUNNING and s.match_id in recorded
+                s
+                for s in states.values()
+                if s.status is RunStatus.RUNNING and s.match_id in recorded
             ] or [s for s in states.values() if s.status is RunStatus.RUNNING]
             return bool(found)
 
@@ -144,7 +145,9 @@ def make_league(
         league.close()
 
 
-def assert_equals_one_machine(league: League, reference: tuple[Outcomes, dict[str, object]]) -> None:
+def assert_equals_one_machine(
+    league: League, reference: tuple[Outcomes, dict[str, object]]
+) -> None:
     """Every match done, every game recorded exactly once, the same outcomes and table."""
     states = league.wait_final()
     assert {s.status for s in states.values()} == {RunStatus.DONE}, states
@@ -185,8 +188,10 @@ def test_a_killed_worker_s_match_is_played_again_within_a_minute(
     killed_at = time.monotonic()
     league.worker(victim.worker).kill_group()  # SIGKILL: no cleanup, no goodbye to Redis
     rerun = league.wait(
-        lambda states: states[victim.match_id].attempt > victim.attempt
-        and states[victim.match_id].status in (RunStatus.RUNNING, RunStatus.DONE),
+        lambda states: (
+            states[victim.match_id].attempt > victim.attempt
+            and states[victim.match_id].status in (RunStatus.RUNNING, RunStatus.DONE)
+        ),
         RECOVERY_LIMIT,
     )
     assert time.monotonic() - killed_at < RECOVERY_LIMIT
@@ -279,7 +284,7 @@ def test_a_match_that_always_fails_ends_failed_and_dead_lettered(
     league.enqueue()
     league.start_workers(3)
     states = league.wait_final(timeout=90)
-    broken = {m.id for m in coordinator.build_schedule(league.config) if "t3" in (m.home, m.away)}
+    broken = {m.id for m in build_schedule(league.config) if "t3" in (m.home, m.away)}
     assert {i for i, s in states.items() if s.status is RunStatus.FAILED} == broken
     for match_id in broken:
         assert states[match_id].attempt == 3  # the first delivery and two retries, no more

@@ -48,9 +48,7 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def stores(
-    database: str, league: LeagueConfig, clock: Clock
-) -> Iterator[tuple[LeagueStore, Runs]]:
+def stores(database: str, league: LeagueConfig, clock: Clock) -> Iterator[tuple[LeagueStore, Runs]]:
     store, _ = open_store(database)
     store = LeagueStore(store.backend, clock=clock)
     runs = Runs(store.backend, clock=clock)
