@@ -1,9 +1,10 @@
 """Server benchmark: many concurrent games over loopback against `python -m server`.
 
 The server runs in its own process (pinned to one CPU when there are several) with its
-default timeouts. Lightweight in-process clients (trio, raw sockets, protocol.ClientConnection)
-play prepared games and answer every move request at once with the first legal move. For each
-level of concurrency the script prints:
+default timeouts. Lightweight in-process clients (trio, client.ClientSession; players read the
+stream with a byte-level splitter instead of parsing every memento) play prepared games and
+answer every move request at once with the first legal move. For each level of concurrency
+the script prints:
 
 - moves/s: moves the server accepted per second of wall time, over the whole window;
 - latency p50/p99/max: the server's per-move latency, defined as the time from a client
@@ -34,26 +35,14 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from client import ClientSession, open_session  # noqa: E402
 from engine import GameState  # noqa: E402
 from protocol import ClientConnection, NeedData  # noqa: E402
-from protocol.events import (  # noqa: E402
-    Authenticate,
-    JoinPrepared,
-    MovePacket,
-    Prepare,
-    SlotDescriptor,
-)
-from protocol.messages import (  # noqa: E402
-    ErrorPacket,
-    Memento,
-    Prepared,
-    ResultMessage,
-    ServerMessage,
-)
+from protocol.events import JoinPrepared, MovePacket, SlotDescriptor  # noqa: E402
+from protocol.messages import Memento, ResultMessage, ServerMessage  # noqa: E402
 
 PASSWORD = "bench"
 THINK_RANDOM = random.Random(2026)
-GAME_TYPE = "swc_2026_piranhas"
 
 
 @dataclass
@@ -117,34 +106,14 @@ class PacketSplitter:
         return packets
 
 
-class Client:
-    """A socket speaking the protocol through ClientConnection."""
+class Decoder:
+    """Decodes single packets cut by a PacketSplitter (only the few the clients look at)."""
 
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
+    def __init__(self) -> None:
         self.connection = ClientConnection()
-
-    @classmethod
-    async def connect(cls, port: int) -> Client:
-        return cls(await trio.open_tcp_stream("127.0.0.1", port))
-
-    async def send(self, packet: object) -> None:
-        await self.stream.send_all(self.connection.send(packet))  # type: ignore[arg-type]
-
-    async def receive(self) -> ServerMessage | None:
-        """The next message, or None at the end of the stream."""
-        while True:
-            try:
-                event = self.connection.next_event()
-            except Exception:
-                return None  # the server closed the stream
-            if not isinstance(event, NeedData):
-                return event
-            data = await self.stream.receive_some(65536)
-            self.connection.receive_data(data)
+        self.connection.receive_data(b"<protocol>")
 
     def decode(self, packet: bytes) -> ServerMessage:
-        """Decode one complete packet cut by a PacketSplitter."""
         self.connection.receive_data(packet)
         event = self.connection.next_event()
         assert not isinstance(event, NeedData)
@@ -152,9 +121,10 @@ class Client:
 
 
 async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
-    client = await Client.connect(port)
+    # The session sends; its stream is read here directly, through the cheap splitter.
+    client = ClientSession(await trio.open_tcp_stream("127.0.0.1", port))
     await client.send(JoinPrepared(reservation))
-    client.connection.receive_data(b"<protocol>")
+    decoder = Decoder()
     splitter = PacketSplitter()
     while True:
         data = await client.stream.receive_some(65536)
@@ -179,12 +149,12 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
                 # Before sending: the opponent may run before send_all returns.
                 game.state = state.apply(move)
                 game.sent_at = time.perf_counter()
-                await client.stream.send_all(client.connection.send(MovePacket(room, move)))
+                await client.send(MovePacket(room, move))
                 if stats.start <= game.sent_at < stats.deadline:
                     stats.moves += 1
             elif b'class="memento"' in head:
                 if game.state is None or stats.verify:
-                    message = client.decode(packet)
+                    message = decoder.decode(packet)
                     assert isinstance(message, Memento)
                     if game.state is not None and game.state.turn == message.state.turn:
                         assert game.state == message.state, "client state out of sync"
@@ -194,7 +164,7 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
                 if stats.start <= time.perf_counter() < stats.deadline:
                     stats.games += 1
                 if stats.verify:
-                    assert isinstance(client.decode(packet), ResultMessage)
+                    assert isinstance(decoder.decode(packet), ResultMessage)
             elif packet.startswith(b"<errorpacket") or b'class="error"' in head:
                 raise RuntimeError(f"server error: {packet[:300]!r}")
     await client.stream.aclose()
@@ -231,34 +201,24 @@ async def run_level(
         window.server_cpu = cpu_seconds(server_pid) - server_before
         window.client_cpu = time.process_time() - client_before
 
-    admin = await Client.connect(port)
-    await admin.send(Authenticate(PASSWORD))
-    prepare_lock = trio.Lock()
+    prepare_lock = trio.Lock()  # one answer awaited at a time on the shared admin session
+    slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
 
-    async def prepare() -> tuple[str, ...]:
-        slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
-        async with prepare_lock:
-            await admin.send(Prepare(GAME_TYPE, False, slots))
-            while True:
-                message = await admin.receive()
-                if isinstance(message, Prepared):
-                    return message.reservations
-                if message is None or isinstance(message, ErrorPacket):
-                    raise RuntimeError(f"prepare failed: {message}")
+    async with open_session("127.0.0.1", port, password=PASSWORD) as admin:
 
-    async def game_loop() -> None:
-        while time.perf_counter() < stats.deadline:
-            first, second = await prepare()
-            game = Game()
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(play, port, first, game, stats)
-                nursery.start_soon(play, port, second, game, stats)
+        async def game_loop() -> None:
+            while time.perf_counter() < stats.deadline:
+                async with prepare_lock:
+                    first, second = (await admin.prepare(slots)).reservations
+                game = Game()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(play, port, first, game, stats)
+                    nursery.start_soon(play, port, second, game, stats)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(measure_cpu)
-        for _ in range(concurrency):
-            nursery.start_soon(game_loop)
-    await admin.stream.aclose()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(measure_cpu)
+            for _ in range(concurrency):
+                nursery.start_soon(game_loop)
     return stats, window
 
 

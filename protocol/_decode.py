@@ -248,6 +248,16 @@ def _room_data_text(data_class: str, data: Element) -> str:
     return "GameResult(...)"
 
 
+def _seed(text: str | None, packet: str) -> int | None:
+    """The `seed` extension of `<prepare>`: a decimal integer (any size, any sign)."""
+    if text is None:
+        return None
+    try:
+        return int(text.strip(), 10)
+    except ValueError:
+        raise _fail(packet, f"seed must be an integer, got {text!r}") from None
+
+
 class ClientDecoder:
     """Decodes the client packets of §2."""
 
@@ -323,6 +333,7 @@ class ClientDecoder:
             game_type=self._attr(element, "gameType", packet),
             pause=java_bool(self._attr(element, "pause", packet)),
             slots=tuple(slots),
+            seed=_seed(self._attr(element, "seed", packet), packet),
         )
 
     def _observe(self, element: Element, packet: str) -> ClientPacket:
@@ -350,7 +361,8 @@ class ClientDecoder:
         return CloseRequest()
 
     def _room(self, element: Element, packet: str) -> ClientPacket:
-        room_id = self._reader.required_attr(element, "roomId", packet)
+        # Without roomId the official server reads null and answers "…room with id null".
+        room_id = self._attr(element, "roomId", packet)
         data = _only_child(element, "data", packet)
         if data is None:
             # RoomPacket with data = null: officially "Received non-move packet".

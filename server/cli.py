@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,13 +14,18 @@ import trio
 from server.config import ConfigError, parse_settings
 from server.logs import configure_logging
 
-# Exit statuses: 2 for a configuration error (as argparse does), 1 when the server fails.
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_CONFIG = 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
-
 E = TypeVar("E", bound=BaseException)
+
+
+class ExitCode(enum.IntEnum):
+    """Exit statuses of the project's commands (the server's and the match runner's)."""
+
+    OK = 0
+    FAILURE = 1  # the server failed (e.g. its port is taken)
+    # Bad options or configuration (as argparse does); also every failure of the match
+    # runner, which is the official TestClient's status for all of them.
+    USAGE = 2
+    INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,9 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings, warnings = parse_settings(arguments, Path.cwd())
     except ConfigError as error:
         print(f"piranhas-server: error: {error}", file=sys.stderr)
-        return EXIT_CONFIG
+        return ExitCode.USAGE
     except SystemExit as exit_request:  # --help
-        return exit_request.code if isinstance(exit_request.code, int) else EXIT_CONFIG
+        return exit_request.code if isinstance(exit_request.code, int) else ExitCode.USAGE
 
     configure_logging(settings.log_format, settings.log_level)
     log = structlog.get_logger("server")
@@ -42,11 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         trio.run(serve, settings)
     except BaseException as error:  # reported as a clean message below
-        if _find(error, KeyboardInterrupt) is not None:
+        if find_exception(error, KeyboardInterrupt) is not None:
             # A signal that came before the server could handle it gracefully.
             log.warning("interrupted before a graceful shutdown")
-            return EXIT_INTERRUPTED
-        os_error = _find(error, OSError)
+            return ExitCode.INTERRUPTED
+        os_error = find_exception(error, OSError)
         if os_error is None:
             raise
         log.error(
@@ -55,17 +61,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             port=settings.port,
             error=os_error.strerror or str(os_error),
         )
-        return EXIT_FAILURE
-    return EXIT_OK
+        return ExitCode.FAILURE
+    return ExitCode.OK
 
 
-def _find(error: BaseException, kind: type[E]) -> E | None:
+def find_exception(error: BaseException, kind: type[E]) -> E | None:
     """The first exception of `kind` in `error`, also inside exception groups."""
     if isinstance(error, kind):
         return error
     if isinstance(error, BaseExceptionGroup):
         for inner in error.exceptions:
-            found = _find(inner, kind)
+            found = find_exception(inner, kind)
             if found is not None:
                 return found
     return None

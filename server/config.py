@@ -14,10 +14,11 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
-if TYPE_CHECKING:
-    from engine import GameState
+from engine import GameState
+from protocol.limits import DEFAULT_MAX_PACKET_BYTES
+from server.replays import ReplayLoadError, load_start_state
 
 PROPERTIES_FILE = "server.properties"
 DEFAULT_PASSWORD = "examplepassword"
@@ -47,8 +48,19 @@ class Settings:
     idle_timeout: float = 600.0
     reservation_ttl: float = 3600.0
     game_wall_clock_limit: float = 3600.0
-    max_packet_bytes: int = 65536
+    max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
     send_buffer_messages: int = 1000
+    # Admission limits (README "Limits"): every resource a client can claim is bounded.
+    max_connections: int = 1000
+    max_connections_per_address: int = 64
+    per_address_limit_on_loopback: bool = False
+    max_rooms: int = 1000
+    max_prepared_rooms: int = 500
+    max_rooms_per_connection: int = 4
+    login_failures: int = 5
+    login_failure_window: float = 60.0
+    login_lockout: float = 300.0
+    login_failure_delay: float = 1.0
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
     start_state: GameState | None = field(default=None, compare=False, repr=False)
@@ -361,7 +373,7 @@ _OPTIONS = (
         "maxPacketBytes",
         ("--max-packet-bytes", "--maxPacketBytes"),
         _positive_int(1024),
-        "largest accepted client packet in bytes (default 65536)",
+        f"largest accepted client packet in bytes (default {DEFAULT_MAX_PACKET_BYTES})",
         "N",
     ),
     _Option(
@@ -371,6 +383,87 @@ _OPTIONS = (
         _positive_int(1),
         "queued messages before a client that does not read is dropped (default 1000)",
         "N",
+    ),
+    # Admission limits.
+    _Option(
+        "max_connections",
+        "maxConnections",
+        ("--max-connections", "--maxConnections"),
+        _positive_int(1),
+        "open connections in total; lowered to fit the descriptor limit (default 1000)",
+        "N",
+    ),
+    _Option(
+        "max_connections_per_address",
+        "maxConnectionsPerAddress",
+        ("--max-connections-per-address", "--maxConnectionsPerAddress"),
+        _positive_int(1),
+        "open connections per remote address, loopback exempt (default 64)",
+        "N",
+    ),
+    _Option(
+        "per_address_limit_on_loopback",
+        "perAddressLimitOnLoopback",
+        ("--per-address-limit-on-loopback", "--perAddressLimitOnLoopback"),
+        _parse_bool,
+        "apply maxConnectionsPerAddress to loopback clients too (default false)",
+        "true|false",
+    ),
+    _Option(
+        "max_rooms",
+        "maxRooms",
+        ("--max-rooms", "--maxRooms"),
+        _positive_int(1),
+        "open rooms in total (default 1000)",
+        "N",
+    ),
+    _Option(
+        "max_prepared_rooms",
+        "maxPreparedRooms",
+        ("--max-prepared-rooms", "--maxPreparedRooms"),
+        _positive_int(1),
+        "prepared rooms not started yet (default 500)",
+        "N",
+    ),
+    _Option(
+        "max_rooms_per_connection",
+        "maxRoomsPerConnection",
+        ("--max-rooms-per-connection", "--maxRoomsPerConnection"),
+        _positive_int(1),
+        "rooms one connection plays in at once (default 4)",
+        "N",
+    ),
+    _Option(
+        "login_failures",
+        "loginFailures",
+        ("--login-failures", "--loginFailures"),
+        _positive_int(1),
+        "failed admin logins per address within loginFailureWindow before a lockout (default 5)",
+        "N",
+    ),
+    _Option(
+        "login_failure_window",
+        "loginFailureWindow",
+        ("--login-failure-window", "--loginFailureWindow"),
+        _parse_positive_seconds,
+        "seconds in which loginFailures failures lock an address out (default 60)",
+        "SECONDS",
+    ),
+    _Option(
+        "login_lockout",
+        "loginLockout",
+        ("--login-lockout", "--loginLockout"),
+        _parse_seconds,
+        "seconds an address is refused admin login after too many failures (default 300)",
+        "SECONDS",
+    ),
+    _Option(
+        "login_failure_delay",
+        "loginFailureDelay",
+        ("--login-failure-delay", "--loginFailureDelay"),
+        _parse_seconds,
+        "seconds before a failed admin login is answered (default 1)",
+        "SECONDS",
     ),
 )
 # Keys are case-sensitive, as in java.util.Properties.
@@ -541,10 +634,9 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
     except OSError as error:
         raise ConfigError(f"cannot check {error.filename}: {error.strerror}") from None
     if settings.load_game_file is not None:
-        from server.replays import load_start_state
-
-        start_state = load_start_state(settings.load_game_file, settings.turn)
-        settings = replace(settings, start_state=start_state)
+        settings = with_start_state(settings)
+        start_state = settings.start_state
+        assert start_state is not None
         if start_state.is_over:
             warnings.append(
                 f"loadGameFile {settings.load_game_file}: the game is already over at turn "
@@ -553,6 +645,19 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
     elif "turn" in sources:
         warnings.append(f"{sources['turn']} is ignored without loadGameFile")
     return settings, warnings
+
+
+def with_start_state(settings: Settings) -> Settings:
+    """`settings` with `start_state` loaded from `load_game_file` at `turn`, unless it is
+    loaded already or there is no file: the one place that reads the loadGameFile (settings
+    built in code, e.g. by tests, come through here too). Raises ConfigError."""
+    if settings.load_game_file is None or settings.start_state is not None:
+        return settings
+    try:
+        start_state = load_start_state(settings.load_game_file, settings.turn)
+    except ReplayLoadError as error:
+        raise ConfigError(str(error)) from None
+    return replace(settings, start_state=start_state)
 
 
 def _check_writable_file(path: Path, what: str, source: str) -> None:

@@ -3,8 +3,9 @@ state machine of each game (spec §4, §5, §6).
 
 Everything here is synchronous and runs on the trio thread, so each handler is atomic: no other
 packet or timer can interleave with it. The lobby reaches clients only through `Peer`
-(`send`, `close`), which lets the tests drive it with fakes. Blocking work (results log fsync,
-replay files) happens in a worker thread after a game ends, before the room is removed.
+(`send`, `close`), which lets the tests drive it with fakes. It only decides: recording a
+finished game (results log, replay) is the `Recorder`'s, whose blocking I/O runs in a worker
+thread after the game ends and before the room is removed.
 """
 
 from __future__ import annotations
@@ -13,17 +14,16 @@ import enum
 import hmac
 import itertools
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Protocol
 
 import structlog
 import trio
 
 from engine import (
-    GameResult,
     GameState,
     InvalidMoveError,
     Move,
@@ -34,6 +34,7 @@ from engine import (
     game_result,
 )
 from protocol.events import (
+    GAME_TYPE,
     Authenticate,
     CancelRequest,
     ClientPacket,
@@ -47,6 +48,7 @@ from protocol.events import (
     ResponsePacket,
     RoomDataPacket,
     StepRequest,
+    kotlin_str,
 )
 from protocol.messages import (
     ErrorPacket,
@@ -64,13 +66,12 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.config import Settings
-from server.replays import save_replay
-from server.results import ResultsLog, game_record
+from server.limits import Episode
+from server.recorder import FinishedGame, Recorder
 from server.timers import Timer, Timers
 
 log = structlog.get_logger("server.lobby")
 
-GAME_TYPE = "swc_2026_piranhas"
 MAX_SLOTS = 2
 
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"
@@ -93,6 +94,14 @@ _RESCUABLE = "sc.api.plugins.exceptions.RescuableClientException"
 _PLUGIN_LOADER = "sc.server.plugins.PluginLoaderException"
 _TOO_MANY_PLAYERS = "sc.api.plugins.exceptions.TooManyPlayersException"
 
+# server/healthcheck.py asks to join a room with this prefix: answered, logged at debug only.
+HEALTHCHECK_ROOM_PREFIX = "healthcheck-"
+# Addresses with recent failed admin logins that are remembered at most (older ones are
+# forgotten first), so a client with many addresses cannot grow the table without bound.
+MAX_LOGIN_RECORDS = 4096
+# Requests one connection may pipeline behind a delayed failed-login answer; more closes it.
+MAX_HELD_PACKETS = 1000
+
 
 class Peer(Protocol):
     """What the lobby needs from a client connection. Both calls return at once."""
@@ -113,7 +122,13 @@ class Peer(Protocol):
 
 
 class ClientError(Exception):
-    """A request the official server refuses with an errorpacket; the connection stays open."""
+    """A request the official server refuses with an errorpacket; the connection stays open.
+    `quiet` refusals are logged at debug: they are counted and logged once per episode
+    elsewhere (a limit), or expected (the health probe)."""
+
+    def __init__(self, message: str, *, quiet: bool = False) -> None:
+        super().__init__(message)
+        self.quiet = quiet
 
 
 class RoomStatus(enum.Enum):
@@ -179,7 +194,7 @@ class Room:
     timer: Timer | None = None  # reservation expiry before the start, wall clock after it
     created: datetime = field(default_factory=lambda: datetime.now(UTC))
     started: datetime | None = None
-    moves: list[list[object]] = field(default_factory=list)
+    moves: list[tuple[int, int, str]] = field(default_factory=list)
     move_ms: list[float] = field(default_factory=list)
     replay: list[Memento | RoomError | ResultMessage] | None = None
     reservations: list[str] = field(default_factory=list)
@@ -202,6 +217,7 @@ class Room:
         return None
 
     def record(self, packet: Memento | RoomError | ResultMessage) -> None:
+        """Keep `packet` for the replay (if this room keeps one)."""
         if self.replay is not None:
             self.replay.append(packet)
 
@@ -213,12 +229,25 @@ class _Member:
     admin: bool = False
     rooms: list[Room] = field(default_factory=list)  # as a player
     observing: list[Room] = field(default_factory=list)
+    probe: bool = False  # sent the health probe: its connection is logged at debug only
+    room_quota: Episode | None = None  # refused for maxRoomsPerConnection, until it fits again
+    # Requests that arrived while a failed login's answer is delayed (None: not delaying).
+    held: list[tuple[ClientPacket, float]] | None = None
+
+
+@dataclass(eq=False)
+class _LoginRecord:
+    """Failed admin logins of one remote address (trio times)."""
+
+    failures: deque[float] = field(default_factory=deque)
+    locked_until: float = -float("inf")
+    refused: int = 0  # during the current lockout
 
 
 class Lobby:
-    def __init__(self, settings: Settings, *, results: ResultsLog | None = None) -> None:
+    def __init__(self, settings: Settings, *, recorder: Recorder | None = None) -> None:
         self.settings = settings
-        self.results = results if results is not None else ResultsLog(settings.results_file)
+        self.recorder = recorder if recorder is not None else Recorder.from_settings(settings)
         self.timers = Timers()
         self.rooms: dict[str, Room] = {}
         self._joinable: dict[str, Room] = {}  # rooms <join> may enter, oldest first
@@ -231,6 +260,11 @@ class Lobby:
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
         self._soft_seconds = f"{settings.soft_timeout:g}"
+        self._logins: dict[str, _LoginRecord] = {}
+        self._room_limit = Episode("room limit reached: refusing new rooms", cap=settings.max_rooms)
+        self._prepared_limit = Episode(
+            "prepared room limit reached: refusing <prepare>", cap=settings.max_prepared_rooms
+        )
         self._handlers: dict[type, Callable[[Peer, _Member, object, float], None]] = {
             MovePacket: self._on_move,  # type: ignore[dict-item]
             Join: self._on_join,  # type: ignore[dict-item]
@@ -273,14 +307,19 @@ class Lobby:
 
     def connect(self, peer: Peer) -> None:
         self._members[peer] = _Member()
-        log.info("connection opened", peer=peer.name)
+        # Debug: the health probe connects every few seconds; a real client shows up at info
+        # with its first request (joined, refused, admin) and when it closes.
+        log.debug("connection opened", peer=peer.name)
 
     def disconnect(self, peer: Peer, cause: str) -> None:
         """The connection is gone; a game it plays in ends with LEFT(cause) (spec §5.5)."""
         member = self._members.pop(peer, None)
         if member is None:
             return
-        log.info("connection closed", peer=peer.name, cause=cause)
+        if member.probe and not (member.admin or member.rooms or member.observing):
+            log.debug("connection closed", peer=peer.name, cause=cause)
+        else:
+            log.info("connection closed", peer=peer.name, cause=cause)
         self._admins.pop(peer, None)
         for room in member.observing:
             room.observers.pop(peer, None)
@@ -311,13 +350,25 @@ class Lobby:
         member = self._members.get(peer)
         if member is None:
             return
+        if member.held is not None:
+            # A failed login's answer is still delayed: later requests wait behind it, so
+            # the answers keep the order of the requests.
+            if len(member.held) >= MAX_HELD_PACKETS:
+                log.info("too many requests during a failed-login delay", peer=peer.name)
+                member.held = None
+                peer.close()
+                return
+            member.held.append((packet, received_at))
+            return
         handler = self._handlers.get(type(packet))
         try:
             if handler is None:
                 raise ClientError(f"{_RESCUABLE}: Unhandled Packet: {packet.java_repr()}")
             handler(peer, member, packet, received_at)
         except ClientError as error:
-            log.info("request refused", peer=peer.name, error=str(error))
+            (log.debug if error.quiet else log.info)(
+                "request refused", peer=peer.name, error=str(error)
+            )
             peer.send(ErrorPacket(str(error), packet))
 
     # ------------------------------------------------------------------ joining
@@ -327,6 +378,8 @@ class Lobby:
             raise ClientError(_unknown_game_type(packet.game_type))
         self._refuse_when_shutting_down()
         room = next(iter(self._joinable.values()), None)
+        if room is None or room not in member.rooms:
+            self._check_rooms_per_connection(peer, member)
         if room is None:
             room = self._create_room(
                 prepared=False,
@@ -346,20 +399,32 @@ class Lobby:
         self, peer: Peer, member: _Member, packet: JoinPrepared, now: float
     ) -> None:
         code = packet.reservation_code
-        found = self._reservations.pop(code, None) if code is not None else None
+        found = self._reservations.get(code) if code is not None else None
         if found is None:
             raise ClientError(
                 f"{_RESERVATION_EXCEPTION}: Couldn't find a reservation for the provided token."
             )
         room, slot = found
+        if room not in member.rooms:
+            self._check_rooms_per_connection(peer, member)
+        del self._reservations[code]  # type: ignore[arg-type]
         room.reservations.remove(code)  # type: ignore[arg-type]
         self._fill(room, slot, peer, member)
 
     def _on_join_room(self, peer: Peer, member: _Member, packet: JoinRoom, now: float) -> None:
-        room = self._room(packet.room_id)
+        room_id = packet.room_id
+        if room_id is not None and room_id.startswith(HEALTHCHECK_ROOM_PREFIX):
+            member.probe = True
+            if room_id not in self.rooms:
+                raise ClientError(
+                    f"{_ROOM_EXCEPTION}: Couldn't find a room with id {room_id}", quiet=True
+                )
+        room = self._room(room_id)
         slot = self._free_slot(room) if room.status is RoomStatus.CREATED else None
         if slot is None:
             raise ClientError(f"{_ROOM_EXCEPTION}: Room {room.id} is already full!")
+        if room not in member.rooms:
+            self._check_rooms_per_connection(peer, member)
         self._fill(room, slot, peer, member)
 
     def _free_slot(self, room: Room) -> Slot | None:
@@ -385,7 +450,55 @@ class Lobby:
         if room.ready:
             self._start(room)
 
+    def _check_rooms_per_connection(self, peer: Peer, member: _Member) -> None:
+        """Refuse a connection that would be in more than maxRoomsPerConnection rooms (rooms
+        still being recorded count: one connection must not pile up games)."""
+        cap = self.settings.max_rooms_per_connection
+        if len(member.rooms) < cap:
+            if member.room_quota is not None:
+                member.room_quota.relieved()
+                if not member.room_quota.active:
+                    member.room_quota = None
+            return
+        if member.room_quota is None:
+            member.room_quota = Episode(
+                "room limit per connection reached: refusing joins", peer=peer.name, cap=cap
+            )
+        member.room_quota.hit()
+        raise ClientError(
+            f"{_ROOM_EXCEPTION}: This connection is already in {len(member.rooms)} rooms, "
+            f"the server allows {cap} at once",
+            quiet=True,
+        )
+
+    def _check_room_capacity(self, *, prepared: bool) -> None:
+        """Refuse a new room over maxRooms (or a prepared one over maxPreparedRooms). Rooms
+        still being recorded count: they hold memory and a place in the recording queue."""
+        if len(self.rooms) >= self.settings.max_rooms:
+            self._room_limit.hit()
+            raise ClientError(
+                f"{_ROOM_EXCEPTION}: The server has {len(self.rooms)} open rooms, "
+                f"its limit; try again later",
+                quiet=True,
+            )
+        if prepared:
+            waiting = sum(
+                1
+                for room in self.rooms.values()
+                if room.prepared and room.status is RoomStatus.CREATED
+            )
+            if waiting >= self.settings.max_prepared_rooms:
+                self._prepared_limit.hit()
+                raise ClientError(
+                    f"{_ROOM_EXCEPTION}: The server has {waiting} prepared rooms that have not "
+                    f"started, its limit; try again later",
+                    quiet=True,
+                )
+            self._prepared_limit.relieved()
+        self._room_limit.relieved()
+
     def _create_room(self, *, prepared: bool, paused: bool, state: GameState) -> Room:
+        self._check_room_capacity(prepared=prepared)
         room = Room(
             id=str(uuid.uuid4()),
             state=state,
@@ -407,18 +520,101 @@ class Lobby:
     def _on_authenticate(
         self, peer: Peer, member: _Member, packet: Authenticate, now: float
     ) -> None:
+        address = _address_of(peer)
+        record = self._logins.get(address)
+        if record is not None and record.locked_until > now:
+            # Refused without looking at the password: guessing gains nothing here.
+            record.refused += 1
+            log.debug("admin login refused: address locked out", peer=peer.name)
+            remaining = record.locked_until - now
+            peer.send(
+                ErrorPacket(
+                    f"{_AUTH_FAILED}: Too many failed logins from {address}; "
+                    f"try again in {remaining:.0f} s",
+                    packet,
+                )
+            )
+            return
         expected = self.settings.password
         given = packet.password
         # compare_digest: the time taken does not reveal how much of the password matched.
         if (
-            expected is None
-            or given is None
-            or not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+            expected is not None
+            and given is not None
+            and hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
         ):
-            raise ClientError(f"{_AUTH_FAILED}: Failed to authenticate as administrator")
-        member.admin = True
-        self._admins[peer] = None
-        log.info("admin authenticated", peer=peer.name)
+            member.admin = True
+            self._admins[peer] = None
+            log.info("admin authenticated", peer=peer.name)
+            return
+        self._login_failed(peer, member, address, packet, now)
+
+    def _login_failed(
+        self, peer: Peer, member: _Member, address: str, packet: Authenticate, now: float
+    ) -> None:
+        """Count the failure of `address`; lock it out after loginFailures within the window.
+        The answer comes after loginFailureDelay (a timer: the lobby is not blocked)."""
+        record = self._logins.pop(address, None) or _LoginRecord()
+        self._logins[address] = record  # most recent last: the oldest are forgotten first
+        if len(self._logins) > MAX_LOGIN_RECORDS:
+            self._forget_logins(now)
+        failures = record.failures
+        window = self.settings.login_failure_window
+        while failures and failures[0] <= now - window:
+            failures.popleft()
+        failures.append(now)
+        lockout = self.settings.login_lockout
+        if lockout > 0 and len(failures) >= self.settings.login_failures:
+            failures.clear()
+            record.locked_until = now + lockout
+            record.refused = 0
+            log.warning(
+                "admin login locked out: too many failures",
+                address=address,
+                failures=self.settings.login_failures,
+                window_seconds=window,
+                seconds=lockout,
+            )
+            self.timers.call_at(record.locked_until, lambda: self._lockout_over(address, record))
+        else:
+            log.info("admin login failed", peer=peer.name, failures=len(failures))
+        error = ErrorPacket(f"{_AUTH_FAILED}: Failed to authenticate as administrator", packet)
+        delay = self.settings.login_failure_delay
+        if delay > 0:
+            member.held = []
+            self.timers.call_later(delay, lambda: self._answer_failed_login(peer, member, error))
+        else:
+            peer.send(error)
+
+    def _answer_failed_login(self, peer: Peer, member: _Member, error: ErrorPacket) -> None:
+        """The delay is over: answer, then handle what the connection sent meanwhile."""
+        if self._members.get(peer) is not member or member.held is None:
+            return  # gone (or closed for flooding)
+        peer.send(error)
+        held, member.held = member.held, None
+        for index, (packet, received_at) in enumerate(held):
+            self.handle(peer, packet, received_at)
+            if member.held is not None:  # another failed login: the rest waits behind it
+                member.held.extend(held[index + 1 :])
+                return
+
+    def _lockout_over(self, address: str, record: _LoginRecord) -> None:
+        if record.locked_until > trio.current_time():
+            return  # locked out again meanwhile: that lockout's own timer reports it
+        log.info("admin login lockout over", address=address, refused=record.refused)
+        if self._logins.get(address) is record and not record.failures:
+            del self._logins[address]
+
+    def _forget_logins(self, now: float) -> None:
+        """Drop records that no longer matter; if still too many, the oldest."""
+        window = self.settings.login_failure_window
+        for address, record in list(self._logins.items()):
+            if record.locked_until <= now and (
+                not record.failures or record.failures[-1] <= now - window
+            ):
+                del self._logins[address]
+        while len(self._logins) > MAX_LOGIN_RECORDS:
+            del self._logins[next(iter(self._logins))]
 
     def _require_admin(self, member: _Member, packet: ClientPacket) -> None:
         if not member.admin:
@@ -438,7 +634,8 @@ class Lobby:
                 f"got {len(packet.slots)}"
             )
         self._refuse_when_shutting_down()
-        room = self._create_room(prepared=True, paused=packet.pause, state=GameState.initial())
+        state = GameState.initial(packet.seed)  # seed: our extension (protocol §2)
+        room = self._create_room(prepared=True, paused=packet.pause, state=state)
         for team, descriptor in zip((Team.ONE, Team.TWO), packet.slots, strict=False):
             slot = Slot(team, descriptor.display_name, descriptor.can_timeout, descriptor.reserved)
             room.slots.append(slot)
@@ -517,7 +714,7 @@ class Lobby:
         room = self.rooms.get(room_id) if room_id is not None else None
         if room is None:
             raise ClientError(
-                f"{_ROOM_EXCEPTION}: Couldn't find a room with id {room_id or 'null'}"
+                f"{_ROOM_EXCEPTION}: Couldn't find a room with id {kotlin_str(room_id)}"
             )
         return room
 
@@ -638,7 +835,7 @@ class Lobby:
             self._rule_violation(room, slot, move, error)
             return
         ms = round(elapsed * 1000, 3)
-        room.moves.append([move.x, move.y, move.direction.name])
+        room.moves.append((move.x, move.y, move.direction.name))
         room.move_ms.append(ms)
         log.info("move", room=room.id, team=slot.team.name, move=str(move), ms=ms)
         self._next(room)
@@ -707,6 +904,7 @@ class Lobby:
         if room.timer is not None:
             room.timer.cancel()
             room.timer = None
+        finished = datetime.now(UTC)
         players = [PlayerEntry(slot.team, slot.display_name, slot.violation) for slot in room.slots]
         result = game_result(room.state, players, aborted=aborted)
         message = ResultMessage(room.id, result)
@@ -727,44 +925,30 @@ class Lobby:
             self._rooms_closed = trio.Event()
         if self._nursery is None:
             raise RuntimeError("Lobby.run() is not running")
-        self._nursery.start_soon(self._close_room, room, result, end)
+        game = FinishedGame(
+            room_id=room.id,
+            names=tuple(slot.display_name for slot in room.slots),
+            result=result,
+            created=room.created,
+            started=room.started,
+            finished=finished,
+            turn=room.state.turn,
+            moves=tuple(room.moves),
+            move_ms=tuple(room.move_ms),
+            end=end,
+            replay=tuple(room.replay) if room.replay is not None else None,
+        )
+        self._nursery.start_soon(self._close_room, room, game)
 
-    async def _close_room(self, room: Room, result: GameResult, end: str) -> None:
+    async def _close_room(self, room: Room, game: FinishedGame) -> None:
+        """Record the game (durably), then <left> and removal."""
         try:
-            record = self._record(room, result, end)
-            if self.settings.save_replay or self.results.path is not None:
-                await trio.to_thread.run_sync(self._persist, room, record)
-        except Exception:
-            log.exception("recording the game failed", room=room.id)
+            await self.recorder.record(game)
         finally:
             self._remove(room)
             self._closing_rooms -= 1
             if not self._closing_rooms:
                 self._rooms_closed.set()
-
-    def _record(self, room: Room, result: GameResult, end: str) -> dict[str, object]:
-        record = game_record(
-            room.id, result, started=room.started or room.created, turn=room.state.turn
-        )
-        record["created"] = room.created.isoformat()
-        record["end"] = end
-        record["moves"] = room.moves
-        record["moveMs"] = room.move_ms
-        return record
-
-    def _persist(self, room: Room, record: dict[str, object]) -> None:
-        """Worker thread: replay file first (its path goes into the record), then the log."""
-        if room.replay is not None:
-            path: Path | None = save_replay(
-                self.settings.replay_dir,
-                [slot.display_name for slot in room.slots],
-                room.id,
-                room.replay,
-                datetime.now(),
-            )
-            if path is not None:
-                record["replay"] = str(path)
-        self.results.append(record)
 
     def _remove(self, room: Room) -> None:
         left = Left(room.id)
@@ -791,6 +975,13 @@ class Lobby:
     def _to_observers(self, room: Room, message: ServerMessage) -> None:
         for observer in room.observers:
             observer.send(message)
+
+
+def _address_of(peer: Peer) -> str:
+    """The remote address failed logins are counted for (a connection's `address`; fakes in
+    tests have only a name)."""
+    address = getattr(peer, "address", None)
+    return address if isinstance(address, str) and address else peer.name
 
 
 def wall_clock_reason(limit: float) -> str:

@@ -9,7 +9,7 @@ import pytest
 from engine import Direction, FieldState, GameResult, GameState, Move, PlayerEntry, Team
 from protocol import RemoteProtocolError
 from protocol.messages import Memento, ResultMessage, RoomError
-from protocol.replay import read_replay, write_replay
+from protocol.replay import gunzip_bounded, read_replay, write_replay
 
 # A replay in the official form, written out by hand: "<protocol>\n", each packet at
 # column 0 followed by "\n", then "</protocol>" (GameRoomTest.minimalReplay's layout).
@@ -144,9 +144,42 @@ def test_a_real_game_round_trips() -> None:
     assert replay.result is None
 
 
-def test_replay_without_closing_tag_still_loads() -> None:
-    data = OFFICIAL.encode()[: -len(b"</protocol>")]
-    assert read_replay(data).states == [STATE0, STATE1]
+@pytest.mark.parametrize("cut", [len(b"</protocol>"), 1, len(OFFICIAL) // 2, 20])
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_truncated_replay_is_refused(cut: int, compress: bool) -> None:
+    data = OFFICIAL.encode()[:-cut]
+    with pytest.raises(RemoteProtocolError, match=r"truncated.*</protocol>"):
+        read_replay(gzip.compress(data) if compress else data)
+
+
+def test_a_truncated_gzip_stream_is_refused() -> None:
+    data = gzip.compress(OFFICIAL.encode())
+    with pytest.raises(RemoteProtocolError, match="truncated"):
+        read_replay(data[: len(data) // 2])
+
+
+def test_a_gzip_bomb_stops_at_the_limit() -> None:
+    # 8 MiB of spaces compress to a few KiB: 1000 times more out than in.
+    bomb = gzip.compress(b"<protocol>" + b" " * (8 << 20))
+    assert len(bomb) < 65536 // 4
+    with pytest.raises(RemoteProtocolError, match=r"larger than 65536 bytes after decompression"):
+        read_replay(bomb, max_bytes=65536)
+
+
+def test_plain_replays_are_bounded_too() -> None:
+    assert read_replay(OFFICIAL.encode(), max_bytes=len(OFFICIAL.encode())).states
+    with pytest.raises(RemoteProtocolError, match=r"larger than 100 bytes"):
+        read_replay(OFFICIAL.encode(), max_bytes=100)
+
+
+def test_gzip_members_are_concatenated_like_gzip_decompress() -> None:
+    data = OFFICIAL.encode()
+    two_members = gzip.compress(data[:100]) + gzip.compress(data[100:])
+    assert gunzip_bounded(two_members, len(data)) == data
+    with pytest.raises(RemoteProtocolError, match="larger than"):
+        gunzip_bounded(two_members, len(data) - 1)
+    with pytest.raises(RemoteProtocolError, match="garbage"):
+        gunzip_bounded(gzip.compress(data) + b"\0\0", len(data))
 
 
 def test_non_room_packets_are_refused() -> None:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 import structlog
-import trio
 
 from server.results import ResultsLog
 
@@ -76,23 +77,116 @@ def test_write_failure_is_logged_not_raised(tmp_path: Path) -> None:
     assert "results" in logs[0]["event"].lower()
 
 
-async def test_append_async_writes_in_order(tmp_path: Path) -> None:
+def test_concurrent_appends_do_not_interleave(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     results = ResultsLog(path)
-    with trio.fail_after(10):
-        for index in range(5):
-            await results.append_async({"n": index})
-    assert [line["n"] for line in read_lines(path)] == list(range(5))
-
-
-async def test_concurrent_appends_do_not_interleave(tmp_path: Path) -> None:
-    path = tmp_path / "results.jsonl"
-    results = ResultsLog(path)
-    with trio.fail_after(10):
-        async with trio.open_nursery() as nursery:
-            for index in range(20):
-                nursery.start_soon(results.append_async, {"n": index, "pad": "x" * 5000})
+    threads = [
+        threading.Thread(target=results.append, args=({"n": index, "pad": "x" * 5000},))
+        for index in range(20)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
     assert sorted(line["n"] for line in read_lines(path)) == list(range(20))
+
+
+def test_append_async_is_gone() -> None:
+    # Dead code: the recorder runs the whole record in one worker thread.
+    assert not hasattr(ResultsLog, "append_async")
+
+
+# --- a full disk: a line is written whole or not at all --------------------------------------
+
+
+def partial_then(monkeypatch: pytest.MonkeyPatch, *, keep: int, then: OSError | None) -> list[int]:
+    """Make the next os.write to a file really write only `keep` bytes, then raise `then`
+    (or report the short write when `then` is None), as write(2) does when the disk
+    fills up. Later writes fail with ENOSPC. Returns the write sizes asked for."""
+    real_write = os.write
+    asked: list[int] = []
+
+    def full_disk_write(descriptor: int, data: bytes) -> int:
+        asked.append(len(data))
+        if len(asked) == 1:
+            written = real_write(descriptor, bytes(data)[:keep])
+            if then is None:
+                return written
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full_disk_write)
+    return asked
+
+
+@pytest.mark.parametrize("then", [None, OSError(errno.ENOSPC, "No space left on device")])
+def test_a_partial_write_on_a_full_disk_leaves_no_torn_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, then: OSError | None
+) -> None:
+    path = tmp_path / "results.jsonl"
+    results = ResultsLog(path)
+    results.append({"room": "before"})
+    before = path.read_bytes()
+    partial_then(monkeypatch, keep=7, then=then)
+    record = {"room": "lost", "players": [{"name": "a"}]}
+    with structlog.testing.capture_logs() as logs:
+        assert results.append(record) is False
+    # The half line was cut off again: the file is exactly as before the attempt.
+    assert path.read_bytes() == before
+    assert [entry["log_level"] for entry in logs] == ["error"]
+    assert logs[0]["record"] == record  # nothing lost silently: the log has all of it
+    monkeypatch.undo()
+    # Space again: the next record is a line of its own, not glued to a fragment.
+    assert results.append({"room": "after"}) is True
+    assert read_lines(path) == [{"room": "before"}, {"room": "after"}]
+
+
+def test_a_failing_fsync_takes_the_line_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "results.jsonl"
+    ResultsLog(path).append({"room": "before"})
+    before = path.read_bytes()
+    real_fsync = os.fsync
+    calls: list[int] = []
+
+    def failing_fsync(descriptor: int) -> None:
+        calls.append(descriptor)
+        if len(calls) == 1:
+            raise OSError(errno.EIO, "Input/output error")
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with structlog.testing.capture_logs() as logs:
+        assert ResultsLog(path).append({"room": "unsure"}) is False
+    assert path.read_bytes() == before
+    assert logs[0]["record"] == {"room": "unsure"}
+
+
+def test_the_whole_line_goes_out_in_one_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One write(2) with O_APPEND: another process appending at the same time cannot land
+    # in the middle of the line.
+    path = tmp_path / "results.jsonl"
+    real_write = os.write
+    sizes: list[int] = []
+
+    def spy_write(descriptor: int, data: bytes) -> int:
+        sizes.append(len(data))
+        return real_write(descriptor, data)
+
+    monkeypatch.setattr(os, "write", spy_write)
+    ResultsLog(path).append({"room": "x", "pad": "y" * 100_000})
+    assert sizes == [path.stat().st_size]
+
+
+def test_a_torn_line_left_by_an_older_writer_is_not_glued_to(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b'{"room":"ok"}\n{"room":"to')
+    assert ResultsLog(path).append({"room": "new"}) is True
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == '{"room":"ok"}' and lines[1] == '{"room":"to'
+    assert json.loads(lines[2]) == {"room": "new"}
 
 
 def test_game_record_describes_players_scores_and_winner() -> None:
@@ -137,6 +231,7 @@ def test_game_record_describes_players_scores_and_winner() -> None:
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_full_disk_is_logged_not_raised() -> None:
     with structlog.testing.capture_logs() as logs:
-        ResultsLog(Path("/dev/full")).append({"room": "lost"})
+        assert ResultsLog(Path("/dev/full")).append({"room": "lost"}) is False
     assert [entry["log_level"] for entry in logs] == ["error"]
+    assert logs[0]["record"] == {"room": "lost"}
     assert "No space" in logs[0]["error"] or "28" in logs[0]["error"]

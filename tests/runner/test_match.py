@@ -18,19 +18,13 @@ from typing import Any
 import pytest
 import trio
 
-from engine import GameResult, PlayerEntry, Team
+from engine import GameResult, GameState, PlayerEntry, Team
 from protocol.replay import read_replay
+from runner.cli import main
+from runner.game import left_the_game
+from runner.options import MatchError, distinct_names, parse_options
+from runner.scores import PlayerScore, first_player, player_at
 from server.config import Settings
-from server.match import (
-    MatchError,
-    PlayerScore,
-    distinct_names,
-    first_player,
-    left_the_game,
-    main,
-    parse_options,
-    player_at,
-)
 
 REPO = Path(__file__).resolve().parents[2]
 FAST_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "fast_bot.py")])
@@ -56,11 +50,11 @@ class Run:
 
 
 async def run_match(cwd: Path, *arguments: str, limit: float) -> Run:
-    """`python -m server.match ARGUMENTS` in `cwd` (its log/ and replays/ go there)."""
+    """`python -m runner.cli ARGUMENTS` in `cwd` (its log/ and replays/ go there)."""
     started = time.monotonic()
     with trio.fail_after(limit):
         completed = await trio.run_process(
-            [sys.executable, "-m", "server.match", *arguments],
+            [sys.executable, "-m", "runner.cli", *arguments],
             cwd=cwd,
             env=environment(),
             capture_stdout=True,
@@ -334,7 +328,7 @@ async def test_ctrl_c_kills_the_bots_and_prints_the_score(tmp_path: Path) -> Non
     with stdout.open("wb") as output:
         process = await trio.lowlevel.open_process(
             [
-                *(sys.executable, "-m", "server.match"),
+                *(sys.executable, "-m", "runner.cli"),
                 *("--player1", FAST_BOT, "--player2", f"{FAST_BOT} --hang"),
                 *("--games", "5", "--no-timeout"),
             ],
@@ -432,3 +426,160 @@ async def test_socha_bots_two_games(tmp_path: Path) -> None:
             log = (tmp_path / "log" / f"{name}_game{number}.log").read_text(encoding="utf-8")
             assert "Result received" in log
             assert "The server left." in log
+
+
+# ---------------------------------------------------------------------------------------------
+# Concurrency and paired boards through the command
+
+
+async def test_concurrent_seeded_run_pairs_boards_and_records_each_game_once(
+    tmp_path: Path,
+) -> None:
+    run = await run_match(
+        tmp_path,
+        *("--player1", FAST_BOT, "--player2", FAST_BOT, "--games", "4", "--seed", "5"),
+        *("--concurrency", "2", "--force-concurrency", "--results", "results.jsonl"),
+        "--save-replay",
+        limit=40,
+    )
+    assert run.status == 0, run.stderr
+    assert "2 games at once" in run.stdout
+    games = {game["game"]: game for game in records(tmp_path / "results.jsonl")}
+    assert sorted(games) == [1, 2, 3, 4]  # each once, in whatever order they ended
+    assert len(game_lines(run.stdout)) == 4
+    assert_scores_add_up(list(games.values()))
+    assert_table_matches(run.stdout, list(games.values()), ["player1", "player2"])
+    for first, second in ((1, 2), (3, 4)):
+        a, b = games[first], games[second]
+        assert a["seed"] == b["seed"]
+        assert [p["name"] for p in a["players"]] == ["player1", "player2"]
+        assert [p["name"] for p in b["players"]] == ["player2", "player1"]
+        for game in (a, b):
+            replay = read_replay((tmp_path / game["replay"]).read_bytes())
+            assert replay.states[0] == GameState.initial(game["seed"])
+    assert games[1]["seed"] != games[3]["seed"]
+
+
+async def test_ctrl_c_with_concurrent_games_kills_every_bot(tmp_path: Path) -> None:
+    stdout = tmp_path / "stdout.txt"
+    with stdout.open("wb") as output:
+        process = await trio.lowlevel.open_process(
+            [
+                *(sys.executable, "-m", "runner.cli"),
+                *("--player1", FAST_BOT, "--player2", f"{FAST_BOT} --hang"),
+                *("--games", "5", "--no-timeout", "--concurrency", "2", "--force-concurrency"),
+            ],
+            cwd=tmp_path,
+            env=environment(),
+            stdout=output,
+            stderr=output,
+        )
+    try:
+        logs = [
+            tmp_path / "log" / f"{name}_game{number}.log"
+            for name in ("player1", "player2")
+            for number in (1, 2)
+        ]
+        with trio.fail_after(15):  # the bots of both games are running
+            while not all(log.exists() and "pid=" in log.read_text("utf-8") for log in logs):
+                await trio.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(15):
+            status = await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+    output_text = stdout.read_text(encoding="utf-8")
+    assert status == 130, output_text
+    assert "=============== SCORES ================" in output_text
+    assert "interrupted after 0 of 5 games" in output_text
+    for log in logs:
+        assert_gone(bot_pid(log))
+
+
+# ---------------------------------------------------------------------------------------------
+# The event stream and resuming
+
+
+def events_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+async def test_ndjson_stream_has_every_event(tmp_path: Path) -> None:
+    run = await run_match(
+        tmp_path,
+        *("--player1", FAST_BOT, "--player2", FAST_BOT, "--games", "3"),
+        *("--ndjson", "events.jsonl", "--save-replay"),
+        limit=30,
+    )
+    assert run.status == 0, run.stderr
+    events = events_of(tmp_path / "events.jsonl")
+    kinds = [event["event"] for event in events]
+    assert kinds[0] == "run_start" and kinds[-1] == "run_end"
+    assert kinds.count("game_end") == kinds.count("stats") == 3
+    start = events[0]
+    assert (start["players"], start["games"], start["seed"]) == (["player1", "player2"], 3, None)
+    ends = sorted((e for e in events if e["event"] == "game_end"), key=lambda e: e["game"])
+    for number, end in enumerate(ends, 1):
+        one = (number - 1) % 2
+        expected = ["player1", "player2"] if one == 0 else ["player2", "player1"]
+        assert (end["game"], end["one"], end["players"]) == (number, one, expected)
+        assert sum(end["siegpunkte"]) == 2 and end["regular"] is True
+        assert len(end["move_ms"]) == end["turn"]  # one time per move
+        assert all(ms >= 0 for ms in end["move_ms"])
+        assert (tmp_path / end["replay"]).is_file()
+        if end["winner"] is not None:
+            assert end["siegpunkte"][end["players"].index(end["winner"])] == 2
+    last_stats = [e for e in events if e["event"] == "stats"][-1]
+    assert last_stats["wins"] + last_stats["draws"] + last_stats["losses"] == 3
+    assert "pentanomial" not in last_stats  # no pairs without --seed
+    assert table(run.stdout)["player1"][1:4] == [
+        str(last_stats["wins"]),
+        str(last_stats["draws"]),
+        str(last_stats["losses"]),
+    ]
+    assert events[-1]["status"] == "done" and events[-1]["played"] == 3
+
+
+async def test_resume_plays_only_the_missing_games(tmp_path: Path) -> None:
+    bots = ("--player1", FAST_BOT, "--player2", FAST_BOT, "--games", "4", "--seed", "3")
+    first = await run_match(tmp_path, *bots, "--ndjson", "events.jsonl", limit=30)
+    assert first.status == 0, first.stderr
+    stream = tmp_path / "events.jsonl"
+    events = events_of(stream)
+    # An interruption after games 1 and 2, with a torn last line.
+    kept = [events[0], *(e for e in events if e["event"] == "game_end" and e["game"] <= 2)]
+    stream.write_text("".join(json.dumps(e) + "\n" for e in kept) + '{"event": "ga')
+    for log in (tmp_path / "log").glob("*_game*.log"):
+        log.unlink()
+
+    resumed = await run_match(tmp_path, *bots, "--resume", "events.jsonl", limit=30)
+    assert resumed.status == 0, resumed.stderr
+    assert "resumed: 2 of 4 games already played" in resumed.stdout
+    assert sorted(line.split("/")[0] for line in game_lines(resumed.stdout)) == [
+        "game 3",
+        "game 4",
+    ]
+    assert sorted(log.name for log in (tmp_path / "log").glob("player1_game*.log")) == [
+        "player1_game3.log",
+        "player1_game4.log",
+    ]
+    rows = table(resumed.stdout)
+    assert rows["player1"][0] == rows["player2"][0] == "4"  # all four games counted
+    lines = stream.read_text(encoding="utf-8").splitlines()
+    ends = [json.loads(line) for line in lines if '"game_end"' in line]
+    assert sorted(end["game"] for end in ends) == [1, 2, 3, 4]
+    last_stats = [json.loads(line) for line in lines if '"stats"' in line][-1]
+    assert sum(last_stats["pentanomial"]) == 2  # both pairs finished
+
+
+async def test_resume_refuses_another_match(tmp_path: Path) -> None:
+    bots = ("--player1", FAST_BOT, "--player2", FAST_BOT)
+    first = await run_match(tmp_path, *bots, "--games", "1", "--ndjson", "e.jsonl", limit=30)
+    assert first.status == 0, first.stderr
+    other = await run_match(tmp_path, *bots, "--games", "2", "--resume", "e.jsonl", limit=30)
+    assert other.status == 2
+    assert "is another match" in other.stderr
+    missing = await run_match(tmp_path, *bots, "--resume", "nope.jsonl", limit=30)
+    assert missing.status == 2
+    assert "--resume: cannot read nope.jsonl" in missing.stderr

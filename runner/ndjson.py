@@ -1,0 +1,183 @@
+"""The run as a stream of JSON events, one per line, flushed as it happens (`--ndjson FILE`),
+and reading it back to continue an interrupted run (`--resume FILE`).
+
+Events (every one has `event` and `time`, ISO 8601 UTC):
+
+- `run_start`: `players` [name1, name2], `games`, `seed`, `concurrency`, `resumed` (games an
+  earlier run of the stream finished; a resumed run writes a run_start of its own);
+- `game_end`: `game` (1-based), `room`, `players` (names in slot order: ONE, TWO), `one`
+  (0 when player1 played ONE), `seed` (the board seed when the board was the seeded one,
+  else null), `winner` (a name or null), `regular`, `reason`, `siegpunkte` and
+  `schwarmgroesse` (slot order), `turn`, `move_ms` (the observer's time between consecutive
+  states: a move's time as the runner saw it), `replay` (path or null), `notes`;
+- `stats`: player1's `wins`, `draws`, `losses` and, with paired boards, the `pentanomial`
+  counts over finished pairs [LL, LD, DD+WL, WD, WW] (player1's points per pair 0 … 2);
+- `run_end`: `status` (`done`, `interrupted`, `error`), `played`, `error` (a message or null).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from engine import GameResult, PlayerEntry, Team
+from runner.options import MatchError, Options
+from runner.scores import GameSummary, Match, player_at
+
+
+class EventLog:
+    """Appends events to a file, one JSON object per line, flushed after each."""
+
+    def __init__(self, path: Path | None) -> None:
+        """No path: every write is a no-op (no --ndjson)."""
+        self.path = path
+        self._file: TextIO | None = None
+
+    def open(self) -> None:
+        """Open for appending (a resumed run continues its own stream)."""
+        if self.path is None:
+            return
+        try:
+            self._file = self.path.open("a", encoding="utf-8")
+        except OSError as error:
+            raise MatchError(f"cannot write {self.path}: {error}") from None
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def write(self, event: str, **fields: Any) -> None:
+        """One event line."""
+        if self._file is None:
+            return
+        record = {"event": event, "time": datetime.now(UTC).isoformat(), **fields}
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def run_start(self, options: Options, resumed: int = 0) -> None:
+        """The run's identity (what a resume must match); `resumed`: games already played."""
+        self.write(
+            "run_start",
+            players=list(options.names),
+            games=options.games,
+            seed=options.seed,
+            concurrency=options.concurrency,
+            resumed=resumed,
+        )
+
+    def game_end(
+        self,
+        summary: GameSummary,
+        names: tuple[str, str],
+        move_ms: list[float],
+        replay: Path | None,
+    ) -> None:
+        """One finished game."""
+        result = summary.result
+        winner = None
+        if result.winner is not None:
+            winner = names[player_at(0 if result.winner is Team.ONE else 1, summary.one)]
+        self.write(
+            "game_end",
+            game=summary.number,
+            room=summary.room_id,
+            players=[entry.name for entry, _ in result.scores],
+            one=summary.one,
+            seed=summary.seed,
+            winner=winner,
+            regular=result.regular,
+            reason=result.reason,
+            siegpunkte=[points for _, (points, _swarm) in result.scores],
+            schwarmgroesse=[swarm for _, (_points, swarm) in result.scores],
+            turn=summary.turn,
+            move_ms=[round(ms, 3) for ms in move_ms],
+            replay=None if replay is None else str(replay),
+            notes=summary.notes,
+        )
+
+    def stats(self, match: Match) -> None:
+        """The tally so far, from player1's side."""
+        losses, draws, wins = match.trinomial()
+        fields: dict[str, Any] = {
+            "games": len(match.played),
+            "wins": wins,
+            "draws": draws,
+            "losses": losses,
+        }
+        pentanomial = match.pentanomial()
+        if pentanomial is not None:
+            fields["pentanomial"] = list(pentanomial)
+        self.write("stats", **fields)
+
+    def run_end(self, status: str, played: int, error: str | None = None) -> None:
+        """The end of the run (also after Ctrl+C or an error)."""
+        self.write("run_end", status=status, played=played, error=error)
+
+
+@dataclass
+class Resumed:
+    """What an earlier run of the same match finished."""
+
+    games: list[GameSummary]
+
+
+def read_resume(path: Path, options: Options) -> Resumed:
+    """The finished games of the stream at `path`; raises MatchError when it is missing,
+    unreadable or belongs to another match (other players, number of games or seed)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise MatchError(f"--resume: cannot read {path}: {error}") from None
+    games: dict[int, GameSummary] = {}
+    start: dict[str, Any] | None = None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+            kind = event["event"]
+        except (ValueError, TypeError, KeyError):
+            # An interrupted write leaves at most a torn last line.
+            if number == len(lines):
+                break
+            raise MatchError(f"--resume: {path}:{number} is not an event line") from None
+        if kind == "run_start" and start is None:
+            start = event
+        elif kind == "game_end":
+            games[event["game"]] = summary_of(event)
+    if start is None:
+        raise MatchError(f"--resume: {path} has no run_start event")
+    mine = {"players": list(options.names), "games": options.games, "seed": options.seed}
+    theirs = {key: start.get(key) for key in mine}
+    if theirs != mine:
+        raise MatchError(f"--resume: {path} is another match: {theirs} (this run: {mine})")
+    return Resumed([games[number] for number in sorted(games)])
+
+
+def summary_of(event: dict[str, Any]) -> GameSummary:
+    """A finished game back from its `game_end` event (enough to count it)."""
+    teams = (Team.ONE, Team.TWO)
+    scores = [
+        (PlayerEntry(team, name), (points, swarm))
+        for team, name, points, swarm in zip(
+            teams, event["players"], event["siegpunkte"], event["schwarmgroesse"], strict=True
+        )
+    ]
+    winner = None
+    if event["winner"] is not None:
+        winner = teams[event["players"].index(event["winner"])]
+    result = GameResult(scores, winner, event["regular"], event["reason"])
+    return GameSummary(
+        event["game"],
+        event["one"],
+        event["room"],
+        result,
+        event["turn"],
+        event["seed"],
+        list(event.get("notes") or []),
+    )

@@ -1,0 +1,286 @@
+"""The runner's options: the command line of `piranhas-match`, checked before any game starts."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from server.config import DEFAULT_PASSWORD, PROPERTIES_FILE, ConfigError, load_settings
+
+PROGRAM = "piranhas-match"
+
+
+class MatchError(Exception):
+    """Ends the run with status 2; the message says what happened."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """Everything a run needs, checked."""
+
+    commands: tuple[list[str], list[str]]
+    names: tuple[str, str]
+    can_timeout: tuple[bool, bool]
+    games: int
+    host: str | None  # None: start the server in this process
+    port: int | None
+    password: str | None
+    password_source: str  # for the message when the server refuses it
+    log_dir: Path
+    results: Path | None
+    save_replay: bool
+    replay_dir: Path
+    game_timeout: float | None  # None: derived from the server's hard timeout
+    concurrency: int = 1
+    seed: int | None = None  # None: random, unpaired boards
+    report_every: int = 10  # a block of figures every N games
+    ndjson: Path | None = None  # the event stream
+    resume: Path | None = None  # continue the run whose event stream this is
+
+
+def hardware_threads() -> int:
+    """The hardware threads this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_concurrency(threads: int) -> int:
+    """Games at once by default: one per two hardware threads. In a game only one bot
+    thinks at a time, but the server, bot start-ups (a JVM, a Python interpreter) and bots
+    that compute on the opponent's time need CPU too; a bot starved of it would lose on the
+    2 s move clock for the machine's sake."""
+    return max(1, threads // 2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of `piranhas-match`."""
+    parser = argparse.ArgumentParser(
+        prog=PROGRAM,
+        description=(
+            "Play GAMES games of Piranhas between two bots and count the scores. Each player "
+            "command is started once per game with '--host H --port P --reservation CODE' "
+            "appended (the contest convention; socha's Starter and the Java player accept it). "
+            "The starting side alternates: player1 moves first in games 1, 3, 5, ..."
+        ),
+    )
+    parser.add_argument("--player1", required=True, metavar="COMMAND", help="first bot command")
+    parser.add_argument("--player2", required=True, metavar="COMMAND", help="second bot command")
+    parser.add_argument(
+        "--games",
+        "-t",
+        "--tests",
+        type=int,
+        default=10,
+        metavar="N",
+        help="number of games (default 10)",
+    )
+    parser.add_argument(
+        "--name1", default="player1", metavar="NAME", help="display name of player1"
+    )
+    parser.add_argument(
+        "--name2", default="player2", metavar="NAME", help="display name of player2"
+    )
+    parser.add_argument("--no-timeout", action="store_true", help="neither player can time out")
+    parser.add_argument("--no-timeout1", action="store_true", help="player1 cannot time out")
+    parser.add_argument("--no-timeout2", action="store_true", help="player2 cannot time out")
+    parser.add_argument(
+        "--concurrency",
+        "-c",
+        type=int,
+        default=None,
+        metavar="K",
+        help="games played at once (default: hardware threads / 2, at least 1)",
+    )
+    parser.add_argument(
+        "--force-concurrency",
+        action="store_true",
+        help="allow --concurrency above the number of hardware threads",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="S",
+        help="reproducible paired boards: games 2k-1 and 2k play the same start board "
+        "(derived from S) with sides swapped",
+    )
+    parser.add_argument(
+        "--host", default=None, help="host of a running server (with --port; default localhost)"
+    )
+    parser.add_argument(
+        "--port",
+        "-p",
+        type=int,
+        default=None,
+        help="use the server running on this port instead of starting one",
+    )
+    parser.add_argument(
+        "--password",
+        default=None,
+        help="admin password of the running server (default: from "
+        "./server.properties, else examplepassword)",
+    )
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        metavar="DIR",
+        default=Path("log"),
+        help="bot output goes to DIR/<name>_game<k>.log, the in-process server's log to "
+        "DIR/server.log (default ./log)",
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="append one JSON line per game to FILE",
+    )
+    parser.add_argument(
+        "--report-every",
+        type=int,
+        default=10,
+        metavar="N",
+        help="print the figures so far every N games (default 10; 0 = never)",
+    )
+    parser.add_argument(
+        "--ndjson",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="append the run as JSON events to FILE, one per line (run_start, game_end, "
+        "stats, run_end)",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="continue the interrupted run whose --ndjson stream is FILE: finished games are "
+        "counted, not played again; new events go to FILE too (unless --ndjson names another)",
+    )
+    parser.add_argument(
+        "--save-replay", action="store_true", help="save a replay of every game (official format)"
+    )
+    parser.add_argument(
+        "--replay-dir",
+        type=Path,
+        metavar="DIR",
+        default=Path("replays"),
+        help="where replays go (default ./replays)",
+    )
+    parser.add_argument(
+        "--game-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="a game that takes longer is reported as hung and the run ends "
+        "(default: 60 moves x the server's hard timeout + 60 s)",
+    )
+    return parser
+
+
+def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
+    """Raises SystemExit (argparse) for unusable options, MatchError for bad values.
+    `threads`: the hardware threads to plan for (default: this machine's)."""
+    arguments = build_parser().parse_args(list(argv))
+    if arguments.games < 1:
+        raise MatchError(f"--games must be at least 1, got {arguments.games}")
+    if arguments.port is None and (arguments.host is not None or arguments.password is not None):
+        raise MatchError("--host and --password are for a running server: give its --port too")
+    if arguments.port is not None and not 0 < arguments.port < 65536:
+        raise MatchError(f"--port must be 1..65535, got {arguments.port}")
+    if arguments.game_timeout is not None and not arguments.game_timeout > 0:
+        raise MatchError(f"--game-timeout must be positive, got {arguments.game_timeout}")
+    if arguments.report_every < 0:
+        raise MatchError(f"--report-every must be 0 or more, got {arguments.report_every}")
+    threads = hardware_threads() if threads is None else threads
+    concurrency = arguments.concurrency
+    if concurrency is None:
+        concurrency = default_concurrency(threads)
+    elif concurrency < 1:
+        raise MatchError(f"--concurrency must be at least 1, got {concurrency}")
+    elif concurrency > threads and not arguments.force_concurrency:
+        # As fastchess: more games than threads starve bots into timeouts.
+        raise MatchError(
+            f"--concurrency {concurrency} exceeds the {threads} hardware threads: bots would "
+            "lose on time for the machine's sake (--force-concurrency allows it)"
+        )
+    commands = (
+        player_command(arguments.player1, "--player1"),
+        player_command(arguments.player2, "--player2"),
+    )
+    for flag, name in (("--name1", arguments.name1), ("--name2", arguments.name2)):
+        if not name.strip():
+            raise MatchError(f"{flag} must not be blank")
+    password = arguments.password
+    password_source = "--password"
+    if arguments.port is not None and password is None:
+        password, password_source = properties_password()
+    return Options(
+        commands=commands,
+        names=distinct_names(arguments.name1, arguments.name2),
+        can_timeout=(
+            not (arguments.no_timeout or arguments.no_timeout1),
+            not (arguments.no_timeout or arguments.no_timeout2),
+        ),
+        games=arguments.games,
+        host=(arguments.host or "localhost") if arguments.port is not None else None,
+        port=arguments.port,
+        password=password,
+        password_source=password_source,
+        log_dir=arguments.log_dir,
+        results=arguments.results,
+        save_replay=arguments.save_replay,
+        replay_dir=arguments.replay_dir,
+        game_timeout=arguments.game_timeout,
+        concurrency=min(concurrency, arguments.games),
+        seed=arguments.seed,
+        report_every=arguments.report_every,
+        ndjson=arguments.ndjson or arguments.resume,
+        resume=arguments.resume,
+    )
+
+
+def player_command(text: str, flag: str) -> list[str]:
+    """The argv of a player command, checked now: a typo should fail before any game starts,
+    not as a "crashed player" in game 1. A lone `.jar` runs with `java -jar`, as officially."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as error:
+        raise MatchError(f"{flag}: cannot parse {text!r}: {error}") from None
+    if not argv:
+        raise MatchError(f"{flag}: the player command is empty")
+    if len(argv) == 1 and argv[0].endswith(".jar"):
+        if not Path(argv[0]).is_file():
+            raise MatchError(f"{flag}: {argv[0]}: no such file")
+        argv = ["java", "-jar", argv[0]]
+    if shutil.which(argv[0]) is None:
+        what = "not executable" if Path(argv[0]).exists() else "not found"
+        raise MatchError(f"{flag}: command {argv[0]!r} {what} (from {text!r})")
+    return argv
+
+
+def distinct_names(name1: str, name2: str) -> tuple[str, str]:
+    """Equal names get `-1`/`-2` appended, as the official TestClient does."""
+    if name1 == name2:
+        return f"{name1}-1", f"{name2}-2"
+    return name1, name2
+
+
+def properties_password() -> tuple[str | None, str]:
+    """The password the official TestClient uses: from ./server.properties, else the
+    default; and where it came from."""
+    try:
+        password = load_settings([], Path.cwd()).password
+    except ConfigError as error:
+        raise MatchError(f"cannot read the password: {error}") from None
+    if (Path.cwd() / PROPERTIES_FILE).is_file():
+        return password, f"./{PROPERTIES_FILE}"
+    return password, f"the default {DEFAULT_PASSWORD!r}; give --password"

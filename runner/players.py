@@ -1,0 +1,120 @@
+"""Player launchers: how a player is started for one game and stopped after it.
+
+The match core knows players only through these two small interfaces, so a league can run
+the same core with players in containers: a launcher starts a player that connects with the
+contest options `--host H --port P --reservation CODE`; a running player can be waited for
+and stopped. Today's launcher starts a local process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import trio
+
+from runner.options import MatchError
+
+TERMINATE_WAIT = 1.0  # between SIGTERM and SIGKILL for a process that must go
+
+
+class RunningPlayer(Protocol):
+    """One started player."""
+
+    @property
+    def returncode(self) -> int | None:
+        """Its exit status once it ended, else None."""
+
+    async def wait(self) -> int:
+        """Wait until it ends; its exit status."""
+
+    async def stop(self) -> bool:
+        """Make sure it is gone (terminate, then kill); True if it was still running.
+        Must work in a cancelled scope: a player never outlives the run."""
+
+
+class PlayerLauncher(Protocol):
+    """Starts a player for one game."""
+
+    async def launch(
+        self, name: str, host: str, port: int, reservation: str, log_path: Path
+    ) -> RunningPlayer:
+        """Start the player; its output goes to `log_path`. Raises MatchError."""
+
+
+class ProcessPlayer:
+    """A player running as a local process in its own process group."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+
+    @property
+    def returncode(self) -> int | None:
+        """The process's exit status, None while it runs."""
+        return self.process.returncode
+
+    @property
+    def pid(self) -> int:
+        """The process id (also its process group's)."""
+        return self.process.pid
+
+    async def wait(self) -> int:
+        """Wait for the process to exit."""
+        return await self.process.wait()
+
+    async def stop(self) -> bool:
+        """Terminate, then kill the player's process group; True if the bot was still
+        running. Shielded: this runs in cleanups after Ctrl+C."""
+        running = self.process.returncode is None
+        with trio.CancelScope(shield=True):
+            if running:
+                self._signal_group(signal.SIGTERM)
+                with trio.move_on_after(TERMINATE_WAIT):
+                    await self.process.wait()
+            # Also after a clean exit: a wrapper script may leave children behind.
+            self._signal_group(signal.SIGKILL)
+            await self.process.wait()
+        return running
+
+    def _signal_group(self, signum: signal.Signals) -> None:
+        # ProcessLookupError: the group is gone (the bot and its children exited).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signum)
+
+
+class ProcessLauncher:
+    """Starts `argv + --host H --port P --reservation CODE` as a local process."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = list(argv)
+
+    async def launch(
+        self, name: str, host: str, port: int, reservation: str, log_path: Path
+    ) -> ProcessPlayer:
+        """Start the process with stdout and stderr to `log_path`."""
+        argv = [*self.argv, "--host", host, "--port", str(port), "--reservation", reservation]
+        env = dict(os.environ)
+        # Python bots: output reaches the log as it happens, also when the bot is killed.
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        with log_path.open("wb") as log_file:
+            try:
+                process = await trio.lowlevel.open_process(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_file,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    # Own process group: Ctrl+C in the terminal reaches only us (the bots do
+                    # not die first and look crashed), and killing the group also gets a
+                    # wrapper's children (start.sh -> java).
+                    start_new_session=True,
+                )
+            except OSError as error:
+                raise MatchError(f"cannot start {name} ({shlex.join(argv)}): {error}") from None
+        return ProcessPlayer(process)

@@ -1,0 +1,124 @@
+"""Scheduling: which game is played when, by whom, on which board; K games at once.
+
+Games are numbered 1..N. Game k (0-based) puts player1 on team ONE when k is even (the
+official alternation). With a seed, games 2p and 2p+1 share the start board of pair p
+(`GameState.initial(board_seed(S, p))`), sides swapped: the board's luck cancels out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from client import ClientSession, ConnectionClosed
+from engine import ROUND_LIMIT
+from runner.game import GameSpec, Observation, Server, play_game
+from runner.options import MatchError, Options
+from runner.players import PlayerLauncher, ProcessLauncher
+from runner.scores import Match, first_player
+
+GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
+
+
+def first_leaf(group: BaseExceptionGroup[MatchError]) -> MatchError:
+    """The first MatchError of a group (groups nest)."""
+    inner = group.exceptions[0]
+    return inner if isinstance(inner, MatchError) else first_leaf(inner)
+
+
+def board_seed(seed: int, pair: int) -> int:
+    """The board seed of pair `pair` in a run with `--seed seed`: a hash, so runs with
+    neighbouring seeds share no boards."""
+    digest = hashlib.sha256(f"piranhas-match:{seed}:{pair}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1  # fits a Java long, like official seeds
+
+
+def game_spec(options: Options, index: int, *, paired: bool = True) -> GameSpec:
+    """Game `index` (0-based) of the run."""
+    seed = None
+    if options.seed is not None and paired:
+        seed = board_seed(options.seed, index // 2)
+    return GameSpec(index + 1, first_player(index), options.names, options.can_timeout, seed)
+
+
+class Schedule:
+    """Plays the run's games, `options.concurrency` at a time, each on its own admin
+    connection; `record` is awaited for every finished game before it is counted."""
+
+    def __init__(
+        self,
+        options: Options,
+        match: Match,
+        server: Server,
+        record: Callable[[Observation], Awaitable[None]],
+        launchers: tuple[PlayerLauncher, PlayerLauncher] | None = None,
+        *,
+        done: frozenset[int] = frozenset(),
+        counted: Callable[[Match], None] | None = None,
+    ) -> None:
+        """`record` is awaited for each finished game before it is counted, `counted` is
+        called after; game numbers in `done` were played by an earlier run (--resume)."""
+        self.options = options
+        self.match = match
+        self.server = server
+        self.record = record
+        self.launchers = launchers or (
+            ProcessLauncher(options.commands[0]),
+            ProcessLauncher(options.commands[1]),
+        )
+        self.counted = counted
+        self.pending = [index for index in range(options.games) if index + 1 not in done]
+        self.paired = options.seed is not None  # until the server shows it ignores seeds
+        # A game has at most 2 * ROUND_LIMIT moves, each at most a hard timeout long.
+        self.game_limit = (
+            options.game_timeout or 2 * ROUND_LIMIT * server.hard_timeout + GAME_MARGIN
+        )
+
+    async def play(self) -> None:
+        """Play every game; raises MatchError on the first failure (the other games are
+        cancelled and their players stopped)."""
+        try:
+            async with trio.open_nursery() as nursery:
+                for _ in range(min(self.options.concurrency, len(self.pending))):
+                    nursery.start_soon(self._worker)
+        except BaseExceptionGroup as group:
+            # The first failure cancels the other games; report it, not the group.
+            failures, others = group.split(MatchError)
+            if failures is None or others is not None:
+                raise
+            raise first_leaf(failures) from None
+
+    async def _worker(self) -> None:
+        server = self.server
+        try:
+            stream = await trio.open_tcp_stream(server.host, server.port)
+        except OSError as error:
+            where = f"{server.host}:{server.port}"
+            raise MatchError(f"cannot connect to the server at {where}: {error}") from None
+        admin = ClientSession(stream)
+        try:
+            if server.password is not None:
+                try:
+                    await admin.authenticate(server.password)
+                except ConnectionClosed as error:
+                    raise MatchError(f"the server closed the connection ({error.reason})") from None
+            while self.pending:
+                index = self.pending.pop(0)
+                spec = game_spec(self.options, index, paired=self.paired)
+                observation = await play_game(
+                    spec, self.launchers, admin, server, self.options.log_dir, self.game_limit
+                )
+                if observation.seeded_board is False and self.paired:
+                    self.paired = False
+                    self.match.say(
+                        "note: the server ignores the board seed of <prepare> (not this "
+                        "project's server?): boards are random, games are not paired"
+                    )
+                await self.record(observation)
+                self.match.record(observation.summary)
+                if self.counted is not None:
+                    self.counted(self.match)
+        finally:
+            await admin.aclose()
