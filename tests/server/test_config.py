@@ -11,10 +11,10 @@ from server.config import (
     ConfigError,
     Settings,
     load_settings,
-    parse_properties,
     parse_settings,
     property_keys,
 )
+from server.properties import parse_properties
 
 
 def write_properties(directory: Path, text: str, name: str = "server.properties") -> Path:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from server.config import Settings, load_settings, parse_properties, property_keys
+from server.config import Settings, load_settings, property_keys
+from server.properties import parse_properties
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "server.properties.example"
 
