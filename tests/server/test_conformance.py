@@ -42,8 +42,7 @@ from protocol.messages import (
     ServerMessage,
     WelcomeMessage,
 )
-
-from .conftest import FakePeer, Harness
+from tests.helpers.lobby import FakePeer, Harness, result_of
 
 PASSWORD = "secret"
 
@@ -120,11 +119,6 @@ def last_move_state(seed: int = 2) -> GameState:
         if after.is_over:
             return state
         state = after
-
-
-def result_of(peer: FakePeer) -> ResultMessage:
-    (result,) = peer.of(ResultMessage)
-    return result
 
 
 # ---------------------------------------------------------------- §4: who gets what, in which order

@@ -19,9 +19,8 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.connection import Connection
-
-from .conftest import FakePeer, Harness
-from .rawclient import RawClient, ServerClosed
+from tests.helpers.lobby import FakePeer, Harness
+from tests.helpers.rawclient import RawClient, ServerClosed
 
 
 async def connect(nursery: trio.Nursery, harness: Harness, *, lockstep: bool = False) -> RawClient:

@@ -30,25 +30,9 @@ from protocol.messages import (
 )
 from protocol.replay import read_replay
 from server.lobby import GAME_TYPE
-
-from .conftest import FakePeer, Harness
+from tests.helpers.lobby import Harness, result_of, start_game
 
 PASSWORD = "secret"
-
-
-async def start_game(make_harness, **settings) -> tuple[Harness, FakePeer, FakePeer, str]:
-    harness: Harness = await make_harness(**settings)
-    one, two = harness.peer("one"), harness.peer("two")
-    harness.send(one, Join())
-    harness.send(two, Join(GAME_TYPE))
-    room_id = one.of(Joined)[0].room_id
-    return harness, one, two, room_id
-
-
-def result_of(peer: FakePeer) -> ResultMessage:
-    results = peer.of(ResultMessage)
-    assert len(results) == 1, peer.messages
-    return results[0]
 
 
 async def test_join_creates_room_and_second_join_starts_the_game(make_harness) -> None:

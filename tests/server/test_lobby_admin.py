@@ -32,8 +32,7 @@ from protocol.messages import (
     ResultMessage,
     WelcomeMessage,
 )
-
-from .conftest import FakePeer, Harness
+from tests.helpers.lobby import FakePeer, Harness
 
 PASSWORD = "secret"
 

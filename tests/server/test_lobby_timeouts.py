@@ -20,16 +20,7 @@ from protocol.events import (
 )
 from protocol.messages import Left, Memento, MoveRequest, Prepared, ResultMessage, RoomError
 from server.lobby import SHUTDOWN_REASON, wall_clock_reason
-
-from .conftest import FakePeer, Harness
-
-
-async def start_game(make_harness, **settings) -> tuple[Harness, FakePeer, FakePeer, str]:
-    harness: Harness = await make_harness(**settings)
-    one, two = harness.peer("one"), harness.peer("two")
-    harness.send(one, Join())
-    harness.send(two, Join())
-    return harness, one, two, one.messages[0].room_id  # type: ignore[union-attr]
+from tests.helpers.lobby import Harness, start_game
 
 
 async def test_soft_timeout_ends_the_game_without_applying_the_move(

@@ -31,20 +31,13 @@ from server.match import (
     parse_options,
     player_at,
 )
+from tests.helpers.process import TEST_BOTS, environment
 
-REPO = Path(__file__).resolve().parents[2]
-FAST_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "fast_bot.py")])
-SOCHA_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "random_bot.py")])
+FAST_BOT = shlex.join([sys.executable, str(TEST_BOTS / "fast_bot.py")])
+SOCHA_BOT = shlex.join([sys.executable, str(TEST_BOTS / "random_bot.py")])
 
 # Every test has a limit: the pytest-timeout one below, and trio.fail_after around each run.
 pytestmark = pytest.mark.timeout(90)
-
-
-def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    # Run the code of this checkout, whatever the installed package points at.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    return env
 
 
 @dataclass

@@ -5,11 +5,7 @@ one message per 0.1 s poll), so there are only two games here."""
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,68 +17,15 @@ from protocol import ClientConnection, NeedData
 from protocol.events import Authenticate, Observe, Prepare, SlotDescriptor
 from protocol.messages import Left, Memento, Observed, Prepared, ResultMessage, ServerMessage
 from protocol.replay import read_replay
+from tests.helpers.process import BIN, TEST_BOTS, environment, server_process
 
 pytest.importorskip("socha")
 
 pytestmark = pytest.mark.socha
 
-REPO = Path(__file__).resolve().parents[2]
-BOT = REPO / "tests" / "bots" / "random_bot.py"
-BIN = Path(sys.executable).parent
+BOT = TEST_BOTS / "random_bot.py"
 GAME_TYPE = "swc_2026_piranhas"
 GAME_LIMIT = 60  # seconds for one socha game, which normally takes about 6 s
-
-
-def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    # Run the code of this checkout, whatever the installed package points at.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-@dataclass
-class RunningServer:
-    process: trio.Process
-    port: int
-    log_path: Path
-
-
-@asynccontextmanager
-async def running_server(command: Sequence[str], cwd: Path) -> AsyncIterator[RunningServer]:
-    """Start the server on a free port (--port 0; the port is read from its JSON log) and
-    stop it with SIGTERM afterwards, checking that it shuts down cleanly with status 0."""
-    log_path = cwd / "server.log"
-    with log_path.open("wb") as log_file:
-        process = await trio.lowlevel.open_process(
-            [*command, "--port", "0", "--log-format", "json", "--log-level", "info"],
-            cwd=cwd,
-            env=environment(),
-            stdout=log_file,
-            stderr=log_file,
-        )
-    try:
-        port = await wait_for_port(process, log_path)
-        yield RunningServer(process, port, log_path)
-    finally:
-        if process.returncode is None:
-            process.terminate()
-    with trio.fail_after(15):
-        status = await process.wait()
-    assert status == 0, log_path.read_text(encoding="utf-8")
-
-
-async def wait_for_port(process: trio.Process, log_path: Path) -> int:
-    with trio.fail_after(20):
-        while True:
-            for line in log_path.read_text(encoding="utf-8").splitlines():
-                if line.startswith("{"):
-                    entry = json.loads(line)
-                    if entry.get("event") == "listening":
-                        return int(entry["port"])
-            if process.returncode is not None:
-                pytest.fail(f"server exited early: {log_path.read_text(encoding='utf-8')}")
-            await trio.sleep(0.05)
 
 
 async def run_bot(port: int, report: Path, seed: int, *extra: str) -> None:
@@ -133,7 +76,7 @@ async def test_join_game_between_two_socha_bots(tmp_path: Path) -> None:
     results = tmp_path / "results.jsonl"
     command = [str(BIN / "piranhas-server"), "--results", str(results)]
     with trio.fail_after(GAME_LIMIT):
-        async with running_server(command, tmp_path) as server, trio.open_nursery() as nursery:
+        async with server_process(command, tmp_path) as server, trio.open_nursery() as nursery:
             nursery.start_soon(run_bot, server.port, tmp_path / "a.json", 1)
             nursery.start_soon(run_bot, server.port, tmp_path / "b.json", 2)
 
@@ -170,7 +113,7 @@ async def test_prepared_game_with_observer_and_replay(tmp_path: Path) -> None:
         "--saveReplay",
     ]
     with trio.fail_after(GAME_LIMIT):
-        async with running_server(command, tmp_path) as server:
+        async with server_process(command, tmp_path) as server:
             stream = await trio.open_tcp_stream("127.0.0.1", server.port)
             admin = ClientConnection()
             slots = (SlotDescriptor("alice", True, True), SlotDescriptor("bob", True, True))
