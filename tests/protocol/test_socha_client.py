@@ -63,7 +63,7 @@ def socha_interface(data: bytes) -> Any:
     """socha's XMLProtocolInterface as its constructor builds it, minus the TCP connect."""
     interface: Any = xpi.XMLProtocolInterface.__new__(xpi.XMLProtocolInterface)
     network = NetworkSocket()
-    network.socket = _OneShotSocket(data)  # type: ignore[assignment]
+    network.socket = _OneShotSocket(data)
     interface.network_interface = network
     interface.first_time = True
     interface.deserializer = xpi.XmlParser(

@@ -234,8 +234,10 @@ class Bot:
                 assert kinds.count(WelcomeMessage) == copies
                 assert kinds.index(WelcomeMessage) < kinds.index(ResultMessage)
         for message in self.messages:
-            room_id = getattr(message, "room_id", None)
-            assert room_id is None or room_id in self.joined, f"{self!r}: foreign {message!r}"
+            message_room = getattr(message, "room_id", None)
+            assert message_room is None or message_room in self.joined, (
+                f"{self!r}: foreign {message!r}"
+            )
 
 
 # ---------------------------------------------------------------------------- players
@@ -271,6 +273,7 @@ async def join(bot: Bot, rng: random.Random) -> bool:
             assert world.stopping, f"{bot!r}: closed while joining"
             return False
         # The room expired or was cancelled meanwhile: its codes are gone.
+        assert isinstance(answer, ErrorPacket), answer
         assert "Couldn't find a reservation" in answer.message, answer
     if not await bot.send(Join(rng.choice([None, "swc_2026_piranhas"]))):
         return False
@@ -548,7 +551,7 @@ async def stream_breaker(world: World, rng: random.Random, kind: str) -> None:
         }
         if point != "joined" and not await play(bot, rng, stop_at[point]):
             return
-    bad = {
+    bad: dict[str, Callable[[random.Random, bool], bytes]] = {
         "garbage": garbage,
         "huge": huge,
         "truncated": lambda r, first: (b"<protocol>" if first else b"") + r.choice(PARTIAL),
