@@ -68,7 +68,7 @@ async def test_close_request_ends_the_stream_and_the_opponent_wins(
 
 
 async def test_eof_mid_game_is_a_lost_connection(
-    make_harness: HarnessFactory, nursery: trio.Nursery
+    make_harness: HarnessFactory, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness)
