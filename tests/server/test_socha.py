@@ -13,11 +13,11 @@ import pytest
 import trio
 
 from engine import GameResult, Team
-from protocol import ClientConnection, NeedData
 from protocol.events import Authenticate, Observe, Prepare, SlotDescriptor
 from protocol.messages import Left, Memento, Observed, Prepared, ResultMessage, ServerMessage
 from protocol.replay import read_replay
 from tests.helpers.process import BIN, TEST_BOTS, environment, server_process
+from tests.helpers.rawclient import RawClient
 
 pytest.importorskip("socha")
 
@@ -92,14 +92,6 @@ async def test_join_game_between_two_socha_bots(tmp_path: Path) -> None:
     assert sum(report["moves"] for report in reports) == record["turn"]
 
 
-async def receive(stream: trio.SocketStream, connection: ClientConnection) -> ServerMessage:
-    while True:
-        event = connection.next_event()
-        if not isinstance(event, NeedData):
-            return event
-        connection.receive_data(await stream.receive_some(65536))
-
-
 async def test_prepared_game_with_observer_and_replay(tmp_path: Path) -> None:
     results = tmp_path / "results.jsonl"
     command = [
@@ -114,16 +106,14 @@ async def test_prepared_game_with_observer_and_replay(tmp_path: Path) -> None:
     ]
     with trio.fail_after(GAME_LIMIT):
         async with server_process(command, tmp_path) as server:
-            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-            admin = ClientConnection()
+            admin = await RawClient.connect(server.port)
             slots = (SlotDescriptor("alice", True, True), SlotDescriptor("bob", True, True))
-            await stream.send_all(admin.send(Authenticate("secret")))
-            await stream.send_all(admin.send(Prepare(GAME_TYPE, False, slots)))
-            prepared = await receive(stream, admin)
-            assert isinstance(prepared, Prepared)
+            await admin.send(Authenticate("secret"))
+            await admin.send(Prepare(GAME_TYPE, False, slots))
+            prepared = await admin.expect(Prepared)
             assert len(prepared.reservations) == 2
-            await stream.send_all(admin.send(Observe(prepared.room_id)))
-            assert await receive(stream, admin) == Observed(prepared.room_id)
+            await admin.send(Observe(prepared.room_id))
+            assert await admin.receive() == Observed(prepared.room_id)
 
             observed: list[ServerMessage] = []
             async with trio.open_nursery() as nursery:
@@ -131,8 +121,9 @@ async def test_prepared_game_with_observer_and_replay(tmp_path: Path) -> None:
                     report = tmp_path / f"{index}.json"
                     nursery.start_soon(run_bot, server.port, report, index, "-r", code)
                 while not observed or not isinstance(observed[-1], Left):
-                    observed.append(await receive(stream, admin))
-            await stream.aclose()
+                    # The bots start meanwhile: only the game's limit bounds the wait.
+                    observed.append(await admin.receive(timeout=GAME_LIMIT))
+            await admin.aclose()
 
     room = prepared.room_id
     assert all(getattr(message, "room_id", room) == room for message in observed)
