@@ -20,7 +20,6 @@ import trio
 
 from engine import GameResult, PlayerEntry, Team
 from protocol.replay import read_replay
-from server.config import Settings
 from server.match import (
     MatchError,
     PlayerScore,
@@ -32,6 +31,7 @@ from server.match import (
     player_at,
 )
 from tests.helpers.process import TEST_BOTS, environment
+from tests.helpers.server import running_server
 
 FAST_BOT = shlex.join([sys.executable, str(TEST_BOTS / "fast_bot.py")])
 SOCHA_BOT = shlex.join([sys.executable, str(TEST_BOTS / "random_bot.py")])
@@ -360,11 +360,8 @@ async def test_ctrl_c_kills_the_bots_and_prints_the_score(tmp_path: Path) -> Non
 
 
 async def test_running_server_with_password(tmp_path: Path) -> None:
-    from server.app import serve
-
-    settings = Settings(port=0, password="s3cret")
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(serve, settings)
+    async with running_server(password="s3cret") as server:
+        port = server.port
         bots = ["--player1", FAST_BOT, "--player2", FAST_BOT, "--port", str(port)]
 
         wrong = await run_match(tmp_path, *bots, "--password", "nope", limit=20)
@@ -384,7 +381,6 @@ async def test_running_server_with_password(tmp_path: Path) -> None:
         assert good.status == 0, good.stderr
         assert len(game_lines(good.stdout)) == 2
         assert not (tmp_path / "log" / "server.log").exists()  # no server of its own
-        nursery.cancel_scope.cancel()
 
 
 async def test_unreachable_server(tmp_path: Path) -> None:
