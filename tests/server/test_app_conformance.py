@@ -24,9 +24,8 @@ from protocol.messages import (
     RoomError,
     WelcomeMessage,
 )
-
-from .rawclient import RawClient
-from .test_loopback import LIMIT, join_pair, running_server
+from tests.helpers.rawclient import RawClient
+from tests.helpers.server import LIMIT, join_pair, running_server
 
 # socha 4.3.9, socha/api/networking/xml_protocol_interface.py (clients.md)
 SOCHA_CUT = re.compile(
