@@ -26,3 +26,9 @@ def make_league() -> Callable[..., LeagueConfig]:
         return parse_league(league_text(team_ids, extra))
 
     return make
+
+
+@pytest.fixture
+def make_league_text() -> Callable[..., str]:
+    """make_league_text(["a", "b"], 'seed = 3') -> the league file's text."""
+    return league_text

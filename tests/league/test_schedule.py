@@ -60,7 +60,9 @@ def test_gauntlet_plays_the_challenger_against_the_field(make_league: MakeLeague
 
 
 @pytest.mark.parametrize("games", [2, 6, 10])
-def test_games_alternate_sides_and_share_boards_in_pairs(make_league: MakeLeague, games: int) -> None:
+def test_games_alternate_sides_and_share_boards_in_pairs(
+    make_league: MakeLeague, games: int
+) -> None:
     matches = build_schedule(make_league(ids(4), f"games_per_match = {games}\nseed = 77"))
     for match in matches:
         assert [g.number for g in match.games] == list(range(1, games + 1))
@@ -79,7 +81,9 @@ def test_the_schedule_is_deterministic_and_depends_on_the_seed(make_league: Make
     first = build_schedule(make_league(ids(6), "seed = 5"))
     assert first == build_schedule(make_league(ids(6), "seed = 5"))
     other = build_schedule(make_league(ids(6), "seed = 6"))
-    assert schedule_fingerprint(first) == schedule_fingerprint(build_schedule(make_league(ids(6), "seed = 5")))
+    assert schedule_fingerprint(first) == schedule_fingerprint(
+        build_schedule(make_league(ids(6), "seed = 5"))
+    )
     assert schedule_fingerprint(first) != schedule_fingerprint(other)
     # A fixed value: board seeds must never change between versions (resumed leagues, audits).
     assert board_seed(0, 1, 0) == 586998334701471542
