@@ -1,4 +1,4 @@
-"""The results store: attempts as fencing tokens, idempotent records, concurrent writers, crashes."""
+"""The results store: attempts as fencing tokens, idempotence, concurrent writers, crashes."""
 
 from __future__ import annotations
 
