@@ -122,9 +122,22 @@ class SQLiteBackend:
         self._connection = sqlite3.connect(
             self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=True
         )
-        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._set_wal(busy_timeout)
         self._connection.execute("PRAGMA synchronous=FULL")
         self._connection.execute("PRAGMA foreign_keys=ON")
+
+    def _set_wal(self, busy_timeout: float) -> None:
+        # Switching to WAL needs a moment of exclusive access; while another process creates
+        # the same file SQLite may answer "locked" at once instead of waiting.
+        deadline = time.monotonic() + busy_timeout
+        while True:
+            try:
+                self._connection.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:

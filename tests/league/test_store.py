@@ -197,6 +197,7 @@ def _worker(path: Path, name: str, text: str, pause_at: int = 0) -> subprocess.P
     return subprocess.Popen(
         [sys.executable, "-c", WORKER, str(path), name, text, str(pause_at)],
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
 
@@ -231,8 +232,8 @@ def test_concurrent_writers_never_duplicate_or_tear(
     workers = [_worker(path, f"w{i}", text) for i in range(3)]
     lines: list[str] = []
     for worker in workers:
-        out, _ = worker.communicate(timeout=60)
-        assert worker.returncode == 0
+        out, err = worker.communicate(timeout=60)
+        assert worker.returncode == 0, err
         lines += out.split()
     played = [tuple(lines[i : i + 3]) for i in range(0, len(lines), 3)]
     assert len(played) == 15 * 4  # every game played once across all workers …
