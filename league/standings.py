@@ -364,7 +364,9 @@ def _html_page(standings: Standings) -> str:
         "<tbody>",
     ]
     for row in standings.rows:
-        decided = "" if row.decided_by is None else _CRITERION_LABELS[row.decided_by]
+        # Only real ties are annotated: a team with fewer match points is simply below.
+        tie = row.decided_by not in (None, MATCH_POINTS)
+        decided = _CRITERION_LABELS[row.decided_by] if tie and row.decided_by else ""
         lines.append(
             f'<tr><td class="rank">{row.rank}</td><td class="name">{esc(row.name)}</td>'
             f"<td>{row.matches}</td><td>{row.won}</td><td>{row.drawn}</td><td>{row.lost}</td>"

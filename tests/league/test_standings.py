@@ -137,6 +137,8 @@ def test_exports(make_league: MakeLeague) -> None:
     assert page.startswith("<!DOCTYPE html>")
     assert "Team A" in page and "<style>" in page
     # Self-contained: no scripts, no external resources.
+    assert '<td class="note">Schwarmgröße</td>' in page  # b below c: tie broken by Schwarmgröße
+    assert '<td class="note">match points</td>' not in page  # not a tie
     assert "<script" not in page and "http" not in page and "<link" not in page
 
 
