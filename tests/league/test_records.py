@@ -245,3 +245,19 @@ def test_broken_fields_name_their_line(finished_record: GameRecord) -> None:
     data = write_record(finished_record).replace(b"<seed>4242", b"<seed>lots", 1)
     with pytest.raises(RecordError, match=r"line 9: <seed> is not an integer"):
         read_record(data)
+
+
+def test_the_documented_example_reads() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "game-records.md").read_text()
+    example = text.split("```xml\n", 1)[1].split("```", 1)[0]
+    record = read_record(example.encode())
+    assert (record.league, record.round, record.match, record.number) == (
+        "Schulliga Piranhas 2026", 3, 7, 2
+    )  # fmt: skip
+    assert record.seed == 8123456789
+    assert [p.team_id for p in record.players] == ["barsche", "haie"]
+    assert len(record.moves) == 3 and record.moves[0].ms == 171.386
+    assert record.result.scores == ((2, 12), (0, 5))
+    assert record.result.winner is Team.ONE
