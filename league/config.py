@@ -151,7 +151,9 @@ class LeagueConfig:
 # ---- where is a key? ------------------------------------------------------------------------
 
 _TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+|\"[^\"]*\")\s*=")
+_KEY = re.compile(
+    r"^\s*((?:[A-Za-z0-9_\-]+|\"[^\"]*\")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|\"[^\"]*\"))*)\s*="
+)
 
 
 class _KeyLines:
@@ -181,7 +183,10 @@ class _KeyLines:
                 continue
             key = _KEY.match(line)
             if key:
-                self.lines.setdefault((*prefix, key.group(1).strip('"')), number)
+                # Dotted keys (`timeouts.soft = 2`) name their table too.
+                parts = tuple(part.strip().strip('"') for part in key.group(1).split("."))
+                for end in range(1, len(parts) + 1):
+                    self.lines.setdefault((*prefix, *parts[:end]), number)
 
     def line(self, path: tuple[str | int, ...]) -> int | None:
         while path:
@@ -334,7 +339,7 @@ def parse_league(text: str, *, path: str = "<league>", base: Path | None = None)
     reader.check_keys(doc, _TOP_KEYS, ())
 
     if "name" not in doc:
-        raise LeagueFileError("the league needs a name", path=path, line=1, key="name")
+        raise LeagueFileError("the league needs a name", path=path, line=None, key="name")
     name = reader.string(doc, "name", ())
 
     raw_teams = doc.get("teams", [])

@@ -108,6 +108,7 @@ def test_gauntlet_names_its_challenger() -> None:
         ),
         ('name = "L"\n[[teams]]\nid = "a"\nimage = "x"\n', "teams", 2, "at least two"),
         ('name = ""\n' + MINIMAL.split("\n", 1)[1], "name", 1, "non-empty"),
+        ("limits.pids = 2\n" + MINIMAL, "limits.pids", 1, "at least 16"),
     ],
 )
 def test_errors_name_the_key_and_its_line(text: str, key: str, line: int, words: str) -> None:

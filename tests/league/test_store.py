@@ -268,3 +268,44 @@ def test_a_process_killed_mid_transaction_leaves_a_consistent_store(
     assert store.record(2, 1, 2, WIN_ONE) is RecordStatus.RECORDED
     _check_consistent(path)
     store.close()
+
+
+def test_racing_records_of_one_game_commit_exactly_once(
+    tmp_path: Path, league: LeagueConfig
+) -> None:
+    import threading
+
+    path = tmp_path / "race.sqlite"
+    setup = LeagueStore.sqlite(path)
+    setup.initialize(league, build_schedule(league))
+    claims = []
+    while (claim := setup.claim_next("w")) is not None:
+        claims.append(claim)
+    setup.close()
+    barrier = threading.Barrier(4)
+    statuses: list[RecordStatus] = []
+    errors: list[Exception] = []
+    lock = threading.Lock()
+
+    def writer() -> None:
+        store = LeagueStore.sqlite(path)  # one connection per thread
+        try:
+            for claim in claims:
+                barrier.wait(timeout=10)
+                status = store.record(claim.match_id, claim.number, claim.attempt, WIN_ONE)
+                with lock:
+                    statuses.append(status)
+        except Exception as error:  # reported below, not lost in the thread
+            errors.append(error)
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=writer) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    assert statuses.count(RecordStatus.RECORDED) == len(claims) == 6
+    assert statuses.count(RecordStatus.DUPLICATE) == 3 * len(claims)
+    _check_consistent(path)
