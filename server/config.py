@@ -1,6 +1,6 @@
 """Server settings from `server.properties` and the command line.
 
-The file uses the Java properties format and the official keys (docs/protocol.md §7.1); our own settings
+The file uses the Java properties format and the official keys (§7.1); our own settings
 use camelCase keys. Unlike the official server, a flag given on the command line wins over the
 file. Every bad value raises `ConfigError` with a message naming the key or flag, the value and
 where it came from; the CLI prints it and exits with status 2.

@@ -84,7 +84,7 @@ NOT_CONNECTED = "NOT_CONNECTED"
 TIMEOUT = "TIMEOUT"
 UNKNOWN = "UNKNOWN"
 
-# Official exception class names: the errorpacket message is Throwable.toString() (docs/protocol.md §3.9).
+# Official exception class names: the errorpacket message is Throwable.toString() (§3.9).
 _ROOM_EXCEPTION = "sc.api.plugins.exceptions.GameRoomException"
 _GAME_EXCEPTION = "sc.api.plugins.exceptions.GameException"
 _RESERVATION_EXCEPTION = "sc.server.gaming.UnknownReservationException"
@@ -312,7 +312,7 @@ class Lobby:
         log.debug("connection opened", peer=peer.name)
 
     def disconnect(self, peer: Peer, cause: str) -> None:
-        """The connection is gone; a game it plays in ends with LEFT(cause) (docs/protocol.md §5.5)."""
+        """The connection is gone; a game it plays in ends with LEFT(cause) (§5.5)."""
         member = self._members.pop(peer, None)
         if member is None:
             return
@@ -667,7 +667,7 @@ class Lobby:
         room.paused = packet.pause
         self._to_observers(room, Paused(room.id, packet.pause))
         log.info("pause", room=room.id, pause=packet.pause)
-        # Unpausing while no move is requested continues the game at once (docs/protocol.md §4.2/§4.3);
+        # Unpausing while no move is requested continues the game at once (§4.2/§4.3);
         # pausing takes effect after the pending move.
         if not packet.pause and room.status is RoomStatus.ACTIVE and room.pending is None:
             self._step(room)
@@ -784,7 +784,7 @@ class Lobby:
             return
         room.pending = None
         log.info("hard timeout", room=room.id, team=pending.slot.team.name)
-        # The official text names the soft limit here too (docs/protocol.md §5.6); kept for compatibility.
+        # The official text names the soft limit here too (§5.6); kept for compatibility.
         pending.slot.violate(Violation(ViolationKind.HARD_TIMEOUT, self._soft_seconds))
         self._finish(room)
 
@@ -798,7 +798,7 @@ class Lobby:
             raise ClientError(f"{_ROOM_EXCEPTION}: Client is not a member of game {room.id}")
         pending = room.pending
         # Official onAction checks the turn first, whatever the room's status: also before the
-        # start and while paused (docs/protocol.md §5.3 step 2). A team without a slot yet (a <join> room
+        # start and while paused (§5.3 step 2). A team without a slot yet (a <join> room
         # started from an odd turn) cannot be "expected"; that move is simply not requested.
         team = room.state.current_team
         if slot.team is not team and team.value < len(room.slots):
@@ -862,7 +862,7 @@ class Lobby:
     # ------------------------------------------------------------------ ends
 
     def _cancel(self, room: Room) -> None:
-        """Official GameRoom.cancel: empty slots count as never connected (docs/protocol.md §5.9)."""
+        """Official GameRoom.cancel: empty slots count as never connected (§5.9)."""
         for slot in room.slots:
             if slot.peer is None:
                 slot.violate(Violation(ViolationKind.LEFT, NOT_CONNECTED))

@@ -412,7 +412,7 @@ def test_non_ascii_goes_out_as_raw_utf8() -> None:
     assert data == '<protocol>\n  <joined roomId="räum-ß"/>'.encode()
 
 
-# --- socha framing (docs/clients.md) ----------------------------------------------------------------
+# --- socha framing (docs/clients.md) ------------------------------------------------------------
 
 SOCHA_FRAME = re.compile(
     rb"<((room[\s\S]+?</room>)|(errorpacket[\s\S]+?</errorpacket>)|(prepared[\s\S]+?</prepared>)"

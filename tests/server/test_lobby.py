@@ -1,4 +1,4 @@
-"""The lobby state machine with fake peers (docs/protocol.md §4, §5, §6): joins, game flow, violations."""
+"""The lobby state machine with fake peers (§4, §5, §6): joins, game flow, violations."""
 
 from __future__ import annotations
 
