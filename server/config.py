@@ -32,6 +32,9 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting of the server, with its default. Built by `load_settings`; every field
+    has a `server.properties` key and a command-line flag (README, "Settings")."""
+
     host: str = "127.0.0.1"
     port: int = 13050
     password: str | None = DEFAULT_PASSWORD
@@ -380,6 +383,8 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def build_argument_parser() -> argparse.ArgumentParser:
+    """The command line of `piranhas-server` (official flags and ours); values stay text,
+    `parse_settings` converts them with the same parsers as the properties file."""
     parser = _ArgumentParser(
         prog="piranhas-server",
         description=(

@@ -104,6 +104,7 @@ def _close_politely(sock: socket.socket, deadline: float) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m server.healthcheck`: exit 0 when the server answers the probe, else 1."""
     parser = argparse.ArgumentParser(
         prog="python -m server.healthcheck",
         description="Exit 0 if a Piranhas game server answers the protocol at HOST:PORT.",
