@@ -1,4 +1,6 @@
-"""Session-wide servers for the tests that need them: a real Redis and PostgreSQL from the Debian
+"""Test rules (loopback, port 0, MockClock, time limits) and helpers: see tests/README.md.
+
+Session-wide servers for the tests that need them: a real Redis and PostgreSQL from the Debian
 packages (tests/distributed/servers.py), started on first use, stopped by process id at the end,
 skipped with the reason when the packages are missing. Used by the distributed league tests and
 by the store tests' PostgreSQL parametrization (both marked `distributed`)."""

@@ -10,7 +10,7 @@ import resource
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -30,7 +30,7 @@ from protocol.events import (
     Prepare,
     SlotDescriptor,
 )
-from protocol.messages import ErrorPacket, Joined, Prepared, ResultMessage
+from protocol.messages import ErrorPacket, Joined, Prepared, ResultMessage, ServerMessage
 from server import limits
 from server.app import accept_loop, serve
 from server.config import Settings
@@ -43,16 +43,20 @@ from server.limits import (
     is_loopback,
 )
 from server.lobby import MAX_HELD_PACKETS
-
-from .conftest import Harness, HarnessFactory
-from .rawclient import RawClient, ServerClosed
+from tests.helpers.lobby import Harness, HarnessFactory
+from tests.helpers.rawclient import RawClient, ServerClosed
 
 PASSWORD = "secret"
 AUTH_FAILED = "sc.server.network.AuthenticationFailedException: "
 LIMIT = 20  # seconds for any I/O test
 
 
-def events(logs: list[dict[str, Any]], event: str) -> list[dict[str, Any]]:
+def error_text(message: ServerMessage) -> str:
+    assert isinstance(message, ErrorPacket), message
+    return message.message
+
+
+def events(logs: Sequence[MutableMapping[str, Any]], event: str) -> list[MutableMapping[str, Any]]:
     return [entry for entry in logs if entry["event"] == event]
 
 
@@ -112,16 +116,16 @@ async def test_repeated_failures_lock_the_address_out_without_comparing(
             for answer in answers
         )
         harness.send(guesser, Observe("r"))
-        assert "requires authentication" in guesser.take()[0].message  # type: ignore[attr-defined]
+        assert "requires authentication" in error_text(guesser.take()[0])
         # Another address is not affected.
         other = harness.peer("10.0.0.2")
         harness.send(other, Authenticate(PASSWORD))
         harness.send(other, Observe("nope"))
-        assert "Couldn't find a room" in other.take()[0].message  # type: ignore[attr-defined]
+        assert "Couldn't find a room" in error_text(other.take()[0])
         await trio.sleep(100)
         harness.send(guesser, Authenticate(PASSWORD))
         harness.send(guesser, Observe("nope"))
-        assert "Couldn't find a room" in guesser.take()[0].message  # type: ignore[attr-defined]
+        assert "Couldn't find a room" in error_text(guesser.take()[0])
     # Once per episode: three failures, one lockout, one end with the number refused.
     assert len(events(logs, "admin login failed")) == 2
     locked = events(logs, "admin login locked out: too many failures")
@@ -142,7 +146,9 @@ async def test_failures_outside_the_window_do_not_add_up(
         await trio.sleep(31)  # two failures per 60 s window at most
     harness.send(guesser, Authenticate(PASSWORD))
     harness.send(guesser, Observe("nope"))
-    assert "Couldn't find a room" in guesser.messages[-1].message  # type: ignore[attr-defined]
+    last = guesser.messages[-1]
+    assert isinstance(last, ErrorPacket)
+    assert "Couldn't find a room" in last.message
 
 
 async def test_a_connection_that_floods_during_the_delay_is_closed(
@@ -241,7 +247,9 @@ async def test_the_health_probe_is_quiet_and_real_clients_are_not(
     with structlog.testing.capture_logs() as logs:
         probe = harness.peer("probe")
         harness.send(probe, JoinRoom("healthcheck-0f6c"))
-        assert "Couldn't find a room with id healthcheck-0f6c" in probe.messages[0].message  # type: ignore[attr-defined]
+        first = probe.messages[0]
+        assert isinstance(first, ErrorPacket)
+        assert "Couldn't find a room with id healthcheck-0f6c" in first.message
         harness.lobby.disconnect(probe, "RECEIVED_DISCONNECT")
         client = harness.peer("client")
         harness.send(client, JoinRoom("no-such-room"))
@@ -382,7 +390,7 @@ async def test_descriptor_exhaustion_is_logged_once_and_accepting_recovers(
     exhausted = Episode("out of descriptors: not accepting connections")
     with structlog.testing.capture_logs() as logs:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(accept_loop, listener, admitted.append, exhausted)
+            nursery.start_soon(accept_loop, listener, admitted.append, exhausted)  # type: ignore[arg-type]
             await trio.sleep(30)
             nursery.cancel_scope.cancel()
     assert admitted[0] == 51 and admitted[1:4] == [82, 83, 84]  # accepting recovered at once
