@@ -1,17 +1,17 @@
 """The distributed league's commands (docs/distributed.md), also under `piranhas-league`:
 
-    run LEAGUE.toml       send every match to the queue, then show live standings until done
-    worker LEAGUE.toml    play matches from the queue (one at a time) until SIGTERM
-    status LEAGUE.toml    queued, running (on which worker, since when), done, failed, cancelled
-    cancel LEAGUE.toml    cancel matches (`--match N`, repeatable) or the whole league (`--all`)
-    play LEAGUE.toml      play the league here, one match after the other, without a queue
+    distribute LEAGUE.toml  send every match to the queue, then show live standings until done
+    worker LEAGUE.toml      play matches from the queue (one at a time) until SIGTERM
+    status LEAGUE.toml      standings so far; queued, running (on which worker, since when),
+                            done, failed, cancelled
+    cancel LEAGUE.toml      cancel matches (`--match N`, repeatable) or the whole league (`--all`)
 
 `--database` is a PostgreSQL URL (`postgresql://user:password@host:5432/league`) or the path of
 an SQLite file (one machine only); `--redis` the Redis URL. Both default to the environment
 (`PIRANHAS_DATABASE`, `PIRANHAS_REDIS_URL`), so a compose file sets them once.
 
-Exit status: 0 success (`run`: every match done), 1 `run` ended with failed or cancelled
-matches, 2 a bad league file, store or command line.
+Exit status: 0 success (`distribute`: every match done), 1 `distribute` ended with failed or
+cancelled matches, 2 a bad league file, store, server or command line.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from league.store import StoreError
 
 __all__ = ["COMMANDS", "add_commands", "dispatch", "main"]
 
-COMMANDS = ("run", "worker", "status", "cancel", "play")
+COMMANDS = ("distribute", "worker", "status", "cancel")
 
 
-class UsageError(Exception):
-    """A missing setting (the message says which)."""
+class FleetError(Exception):
+    """A missing setting, or a server that cannot be reached (the message says which)."""
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,13 +56,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
             help="redis://host:6379/0 (default: $PIRANHAS_REDIS_URL)",
         )
 
-    run = commands.add_parser("run", help="distributed: queue every match, show live standings")
+    run = commands.add_parser(
+        "distribute", help="across machines: queue every match, show live standings"
+    )
     common(run)
     redis(run)
     run.add_argument("--interval", type=float, default=5.0, help="seconds between updates")
     run.add_argument("--no-wait", action="store_true", help="only queue the matches")
 
-    worker = commands.add_parser("worker", help="distributed: play matches from the queue")
+    worker = commands.add_parser("worker", help="across machines: play matches from the queue")
     common(worker)
     redis(worker)
     worker.add_argument("--name", help="shown in status (default: host:pid)")
@@ -71,18 +73,16 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     worker.add_argument("--poll", type=float, default=1.0, help="seconds between heartbeats")
 
-    status = commands.add_parser("status", help="distributed: the state of every match")
+    status = commands.add_parser(
+        "status", help="across machines: standings and every match's state"
+    )
     common(status)
 
-    cancel = commands.add_parser("cancel", help="distributed: cancel matches or the league")
+    cancel = commands.add_parser("cancel", help="across machines: cancel matches or the league")
     common(cancel)
     which = cancel.add_mutually_exclusive_group(required=True)
     which.add_argument("--match", type=int, action="append", metavar="N", help="a match id")
     which.add_argument("--all", action="store_true", help="every match not yet done")
-
-    play = commands.add_parser("play", help="play the league on this machine, no queue")
-    common(play)
-    play.add_argument("--log-dir", type=Path, default=Path("league-logs"))
 
 
 def _database(config: LeagueConfig, args: argparse.Namespace) -> str:
@@ -91,19 +91,30 @@ def _database(config: LeagueConfig, args: argparse.Namespace) -> str:
 
 def _redis(args: argparse.Namespace) -> str:
     if not args.redis:
-        raise UsageError("no Redis: give --redis redis://host:6379/0 or set PIRANHAS_REDIS_URL")
+        raise FleetError("no Redis: give --redis redis://host:6379/0 or set PIRANHAS_REDIS_URL")
     return str(args.redis)
 
 
 def dispatch(args: argparse.Namespace, out: TextIO) -> int:
-    """Run one of COMMANDS; the exit status."""
+    """Run one of COMMANDS; the exit status. Raises FleetError when PostgreSQL or Redis
+    cannot be reached (after the retries) or a setting is missing."""
+    import psycopg
+    import redis
+
+    try:
+        return _dispatch(args, out)
+    except (psycopg.Error, redis.RedisError) as error:
+        raise FleetError(f"{type(error).__name__}: {error}") from None
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     from fleet import coordinator
     from fleet.runs import RunStatus
     from fleet.stores import open_store
 
     config = load_league(args.league)
     database = _database(config, args)
-    if args.command == "run":
+    if args.command == "distribute":
         redis_url = _redis(args)
         sent = coordinator.enqueue(config, database, redis_url)
         print(f"{len(sent)} matches sent to the queue", file=out, flush=True)
@@ -126,19 +137,11 @@ def dispatch(args: argparse.Namespace, out: TextIO) -> int:
             args.poll,
         )
         return run_worker(setup)
-    if args.command == "play":
-        ends = coordinator.play_local(config, database, args.log_dir)
-        print(f"{len(ends)} matches played", file=out)
-        store, _ = open_store(database)
-        try:
-            print(coordinator.format_standings(coordinator.standings(config, store)), file=out)
-        finally:
-            store.close()
-        return 0
     coordinator.initialize(config, database)
     store, runs = open_store(database)
     try:
         if args.command == "status":
+            print(coordinator.format_standings(coordinator.standings(config, store)), file=out)
             print(coordinator.format_status(runs.states(), time.time()), file=out)
             return 0
         count = runs.cancel(None if args.all else args.match)
@@ -149,15 +152,15 @@ def dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`piranhas-fleet`, the same commands on their own."""
+    """The same commands without the rest of `piranhas-league` (`python -m fleet.cli`)."""
     parser = argparse.ArgumentParser(
-        prog="piranhas-fleet", description="A league across machines (docs/distributed.md)."
+        prog="piranhas-league", description="A league across machines (docs/distributed.md)."
     )
     add_commands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:
         return dispatch(args, sys.stdout)
-    except (LeagueFileError, UsageError, StoreError, OSError) as error:
+    except (LeagueFileError, FleetError, StoreError, OSError) as error:
         print(f"piranhas-league: {error}", file=sys.stderr)
         return 2
 

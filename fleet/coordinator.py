@@ -15,16 +15,15 @@ from typing import TextIO
 
 import trio
 
-from league.config import LeagueConfig
-from league.schedule import Match, build_schedule
-from league.standings import Standings, compute_standings
-from league.store import LeagueStore
-
 from fleet.match import MatchEnd, StoreThread, play_match
 from fleet.postgres import retrying
 from fleet.queue import declare_match_actor, make_broker
 from fleet.runs import RunState, RunStatus
 from fleet.stores import open_store
+from league.config import LeagueConfig
+from league.schedule import Match, build_schedule
+from league.standings import Standings, compute_standings
+from league.store import LeagueStore
 
 __all__ = [
     "enqueue",

@@ -25,18 +25,17 @@ from typing import TypeVar
 
 import trio
 
+from client import ClientSession, open_session
+from fleet.postgres import retrying
+from fleet.runs import MatchRun, Runs, RunStatus
 from league.config import BotKind, LeagueConfig
 from league.records import record_game, write_record
 from league.schedule import Match, ScheduledGame
 from league.store import Claim, GameOutcome, LeagueStore, StaleAttemptError
-from client import ClientSession, open_session
 from protocol.messages import Memento
 from runner.game import GameSpec, Observation, Server, play_game
 from runner.options import MatchError
 from runner.players import PlayerLauncher, ProcessLauncher
-
-from fleet.postgres import retrying
-from fleet.runs import MatchRun, Runs, RunStatus
 
 __all__ = ["MatchEnd", "StoreThread", "launcher_for", "outcome_of", "play_match"]
 

@@ -47,13 +47,14 @@ def is_connection_error(error: BaseException) -> bool:
 def retrying(
     operation: Callable[[], T],
     *,
-    retry_for: float = RECONNECT_FOR,
+    retry_for: float | None = None,
     is_transient: Callable[[BaseException], bool] = is_connection_error,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
     """Run `operation`, repeating it while it fails with a connection error, for at most
-    `retry_for` seconds (backoff from 0.1 s to 2 s). Any other error is raised at once."""
-    deadline = time.monotonic() + retry_for
+    `retry_for` seconds (default RECONNECT_FOR; backoff from 0.1 s to 2 s). Any other error is
+    raised at once."""
+    deadline = time.monotonic() + (RECONNECT_FOR if retry_for is None else retry_for)
     delay = 0.1
     while True:
         try:
@@ -83,7 +84,7 @@ class PostgresBackend:
     """One psycopg connection (use one backend per thread or process), reconnected when a
     transaction starts on a broken one."""
 
-    def __init__(self, dsn: str, *, reconnect_for: float = RECONNECT_FOR) -> None:
+    def __init__(self, dsn: str, *, reconnect_for: float | None = None) -> None:
         self.dsn = dsn
         self.reconnect_for = reconnect_for
         self._connection: psycopg.Connection[Any] | None = None

@@ -25,11 +25,6 @@ from pathlib import Path
 import structlog
 import trio
 
-from league.config import LeagueConfig
-from league.schedule import Match
-from runner.options import MatchError
-from server.cli import find_exception
-
 from fleet.match import MatchEnd, StoreThread, play_match
 from fleet.queue import (
     MAX_RETRIES,
@@ -39,6 +34,10 @@ from fleet.queue import (
     retries_of_current_message,
 )
 from fleet.stores import open_store
+from league.config import LeagueConfig
+from league.schedule import Match
+from runner.options import MatchError
+from server.cli import find_exception
 
 __all__ = ["WorkerSetup", "default_worker_name", "run_worker"]
 

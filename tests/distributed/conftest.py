@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-
 ROOT = Path(__file__).resolve().parents[2]
 PACED_BOT = Path(__file__).with_name("paced_bot.py")
 
@@ -91,7 +90,7 @@ def start_worker(tmp_path: Path) -> Iterator[StartWorker]:
         argv = [
             sys.executable,
             "-m",
-            "fleet.cli",
+            "league.cli",
             "worker",
             str(league),
             "--database",
