@@ -8,7 +8,8 @@
 
 `--database` is a PostgreSQL URL (`postgresql://user:password@host:5432/league`) or the path of
 an SQLite file (one machine only); `--redis` the Redis URL. Both default to the environment
-(`PIRANHAS_DATABASE`, `PIRANHAS_REDIS_URL`), so a compose file sets them once.
+(`PIRANHAS_DATABASE`, `PIRANHAS_REDIS_URL`), or to the first line of the file named by
+`PIRANHAS_DATABASE_FILE` / `PIRANHAS_REDIS_URL_FILE` (a Docker secret: the URLs hold passwords).
 
 Exit status: 0 success (`distribute`: every match done), 1 `distribute` ended with failed or
 cancelled matches, 2 a bad league file, store, server or command line.
@@ -37,6 +38,21 @@ class FleetError(Exception):
     """A missing setting, or a server that cannot be reached (the message says which)."""
 
 
+def setting(name: str) -> str | None:
+    """The environment's `name`, else the first line of the file named by `name`_FILE."""
+    value = os.environ.get(name)
+    if value:
+        return value
+    path = os.environ.get(f"{name}_FILE")
+    if not path:
+        return None
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise FleetError(f"{name}_FILE: cannot read {path}: {error}") from None
+    return lines[0].strip() if lines else None
+
+
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the distributed commands to a `piranhas-league` parser."""
 
@@ -44,7 +60,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         parser.add_argument("league", type=Path, metavar="FILE.toml")
         parser.add_argument(
             "--database",
-            default=os.environ.get("PIRANHAS_DATABASE"),
+            default=None,
             help="postgresql://… or an SQLite file (default: $PIRANHAS_DATABASE, else the "
             "league file's database)",
         )
@@ -52,7 +68,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     def redis(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--redis",
-            default=os.environ.get("PIRANHAS_REDIS_URL"),
+            default=None,
             help="redis://host:6379/0 (default: $PIRANHAS_REDIS_URL)",
         )
 
@@ -86,13 +102,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _database(config: LeagueConfig, args: argparse.Namespace) -> str:
-    return str(args.database) if args.database else str(config.database)
+    return str(args.database or setting("PIRANHAS_DATABASE") or config.database)
 
 
 def _redis(args: argparse.Namespace) -> str:
-    if not args.redis:
+    url = args.redis or setting("PIRANHAS_REDIS_URL")
+    if not url:
         raise FleetError("no Redis: give --redis redis://host:6379/0 or set PIRANHAS_REDIS_URL")
-    return str(args.redis)
+    return str(url)
 
 
 def dispatch(args: argparse.Namespace, out: TextIO) -> int:

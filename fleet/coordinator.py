@@ -181,8 +181,14 @@ def wait_until_final(
 def play_local(
     config: LeagueConfig, database: str, log_dir: Path, *, worker: str = "local"
 ) -> dict[int, MatchEnd]:
-    """Play every unfinished match here, one after the other, without a queue."""
+    """Play every unfinished match here, one after the other, without a queue. The game
+    server's log goes to `log_dir`/server.log."""
+    from server.logs import configure_logging
+
     matches = initialize(config, database)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_file = (log_dir / "server.log").open("a", encoding="utf-8")
+    configure_logging("console", "info", stream=log_file, cache=False)
     db = StoreThread(lambda: open_store(database))
     ends = {}
     try:
@@ -193,4 +199,5 @@ def play_local(
             ends[match.id] = trio.run(play_match, config, match, run, db, log_dir)
     finally:
         db.close()
+        log_file.close()
     return ends

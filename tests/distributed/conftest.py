@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACED_BOT = Path(__file__).with_name("paced_bot.py")
+# The deploy example bot (seeded: deterministic games; --delay makes a match last).
+PACED_BOT = ROOT / "deploy" / "bots" / "seeded_bot.py"
 
 
 def league_text(

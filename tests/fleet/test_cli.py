@@ -55,10 +55,32 @@ def test_distribute_and_worker_need_redis(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("PIRANHAS_REDIS_URL", raising=False)
+    monkeypatch.delenv("PIRANHAS_REDIS_URL_FILE", raising=False)
     database = str(tmp_path / "store.sqlite")
     for command in ("distribute", "worker"):
         assert main([command, str(league), "--database", database]) == 2
         assert "no Redis: give --redis" in capsys.readouterr().err
+
+
+def test_the_database_from_the_environment_or_a_secret_file(
+    league: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = tmp_path / "database-url"
+    secret.write_text(f"{tmp_path / 'from-secret.sqlite'}\n")
+    monkeypatch.delenv("PIRANHAS_DATABASE", raising=False)
+    monkeypatch.setenv("PIRANHAS_DATABASE_FILE", str(secret))
+    assert main(["cancel", str(league), "--match", "1"]) == 0
+    assert (tmp_path / "from-secret.sqlite").exists()
+    monkeypatch.setenv("PIRANHAS_DATABASE", str(tmp_path / "from-env.sqlite"))
+    assert main(["status", str(league)]) == 0
+    assert (tmp_path / "from-env.sqlite").exists()
+    monkeypatch.setenv("PIRANHAS_DATABASE", "")
+    monkeypatch.setenv("PIRANHAS_DATABASE_FILE", str(tmp_path / "missing"))
+    assert main(["status", str(league)]) == 2
+    assert "PIRANHAS_DATABASE_FILE: cannot read" in capsys.readouterr().err
 
 
 def test_an_unreachable_postgres_is_an_error_message_not_a_traceback(

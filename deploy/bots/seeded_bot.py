@@ -1,8 +1,8 @@
-"""A deterministic test bot that takes its time: a seeded random legal move after `--delay`
-seconds, so a match runs long enough for a test to kill, stop or cancel it mid-game. The delay
-never changes the moves: the same seed on the same board plays the same game, fast or slow.
+"""An example bot for a distributed league: a seeded random legal move (after `--delay`
+seconds), so the same seed on the same board always plays the same game. Replace it with your
+teams' bots; it only shows the contest interface every bot has.
 
-Started like every contest bot: `paced_bot.py --host H --port P --reservation CODE`.
+Started like every contest bot: `seeded_bot.py --host H --port P --reservation CODE`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,6 @@ import random
 import socket
 import sys
 import time
-from pathlib import Path
-
-# Run from a checkout without installing: the repository root holds engine/ and protocol/.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine import GameState
 from protocol import ClientConnection, NeedData
@@ -56,7 +52,7 @@ def receive(sock: socket.socket, connection: ClientConnection) -> ServerMessage:
             return event
         data = sock.recv(65536)
         if not data:
-            sys.exit(0)  # the server is gone (its worker was killed)
+            sys.exit(0)  # the server is gone
         connection.receive_data(data)
 
 
