@@ -7,8 +7,9 @@ server and the bots go), played
 - by W worker processes (`piranhas-league worker`) on a private Redis and PostgreSQL started here
   (Debian packages `redis-server`, `postgresql`), for each W.
 
-Printed (the best of `--repeat` runs): wall time and matches per hour for each; the coordinator's cost to queue one match; the
-overhead per match of one worker against the baseline (queue, PostgreSQL, heartbeats).
+Printed (the best of `--repeat` runs): wall time and matches per hour for each; the
+coordinator's cost to queue one match; the overhead per match of one worker against the baseline
+(queue, PostgreSQL, heartbeats).
 
 Run:  .venv/bin/python bench/league_distributed.py [--teams 6] [--games 2] [--workers 1 2 4]
 """
