@@ -8,6 +8,7 @@ a re-run match changes nothing but its attempt number.
 
 from __future__ import annotations
 
+import io
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -170,9 +171,15 @@ def test_a_league_on_three_workers_equals_the_same_league_on_one_machine(
     running = league.running_match()
     assert running.worker in {"w1", "w2", "w3"}
     assert running.started_at is not None and running.started_at <= time.time()
-    # Live standings while the workers run: a table of what is recorded so far.
     report = coordinator.format_status(league.runs.states(), time.time())
     assert f"match {running.match_id}: running on {running.worker} since" in report
+    # Live standings while the workers run, as `distribute` prints them: every change, from a
+    # partial table to the complete one.
+    live = io.StringIO()
+    coordinator.wait_until_final(league.config, league.database, out=live, interval=0.1)
+    tables = [line for line in live.getvalue().splitlines() if line.startswith("Distributed: ")]
+    assert tables[-1] == "Distributed: 3/3 matches complete, 6/6 games recorded"
+    assert any(" 0/3 matches complete" in t or " 1/3 matches complete" in t for t in tables)
     assert_equals_one_machine(league, reference)
     # Each match was played by one worker, once (no fault: attempt 1 everywhere).
     assert {s.attempt for s in league.states().values()} == {1}
