@@ -193,7 +193,9 @@ def test_a_killed_worker_s_match_is_played_again_within_a_minute(
     league.start_workers(3)
     victim = league.running_match()
     killed_at = time.monotonic()
-    league.worker(victim.worker).kill_group()  # SIGKILL: no cleanup, no goodbye to Redis
+    killed = league.worker(victim.worker)
+    killed.signal(signal.SIGKILL)  # no cleanup, no goodbye to Redis; its bots lose their server
+    killed.process.wait(10)
     rerun = league.wait(
         lambda states: (
             states[victim.match_id].attempt > victim.attempt
