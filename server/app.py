@@ -6,6 +6,7 @@ import contextlib
 import signal
 import socket
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import structlog
 import trio
@@ -35,6 +36,8 @@ async def serve(
     lobby = Lobby(settings)
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]
+    if settings.unix_socket is not None:
+        listeners.append(await open_unix_listener(settings.unix_socket))
     connections: set[Connection] = set()
     all_closed = trio.Event()
     all_closed.set()
@@ -42,6 +45,8 @@ async def serve(
     async def handle(stream: trio.SocketStream) -> None:
         nonlocal all_closed
         try:
+            if stream.socket.family == socket.AF_UNIX:
+                raise OSError("a Unix socket peer has neither address nor TCP options")
             # trio sets TCP_NODELAY on accepted sockets already; make sure of it, as official.
             stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
             host, peer_port = stream.socket.getpeername()[:2]
@@ -91,6 +96,8 @@ async def serve(
                 accept_scope.cancel()
                 for listener in listeners:
                     await trio.aclose_forcefully(listener)
+                if settings.unix_socket is not None:
+                    settings.unix_socket.unlink(missing_ok=True)
                 await lobby.shutdown(SHUTDOWN_REASON)
                 for connection in list(connections):
                     connection.close()
@@ -99,6 +106,22 @@ async def serve(
                 connection_nursery.cancel_scope.cancel()
             nursery.cancel_scope.cancel()
     log.info("server stopped")
+
+
+async def open_unix_listener(path: Path) -> trio.SocketListener:
+    """A listener on the Unix domain socket `path`, next to the TCP one: bots in containers
+    without a network reach the server through it (docs/sandbox.md). A socket file left by a
+    server that died is replaced; any other file there is an error (OSError)."""
+    if path.is_socket():
+        path.unlink()
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        await sock.bind(str(path))
+        sock.listen(socket.SOMAXCONN)
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketListener(sock)
 
 
 def _reachable_host(host: str) -> str:
