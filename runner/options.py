@@ -251,6 +251,10 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
 def player_command(text: str, flag: str) -> list[str]:
     """The argv of a player command, checked now: a typo should fail before any game starts,
     not as a "crashed player" in game 1. A lone `.jar` runs with `java -jar`, as officially."""
+    if text.startswith("docker:"):  # an image, run in a sandboxed container (runner.launchers)
+        if not text.removeprefix("docker:").strip():
+            raise MatchError(f"{flag}: docker: needs an image, e.g. docker:mybot:latest")
+        return [text]
     try:
         argv = shlex.split(text)
     except ValueError as error:
