@@ -10,9 +10,12 @@ per session (the base's layers stay cached in the daemon)."""
 
 from __future__ import annotations
 
+import json
+import os
 import secrets
 import shutil
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -196,4 +199,45 @@ async def test_sweep_removes_the_leftovers_of_a_dead_run(images: dict[str, str])
         assert await sweep(f"piranhas.run={dead_run}") == 0
     finally:
         cli("rm", "--force", other)
+    assert labelled_containers() == []
+
+
+def piranhas_match(cwd: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """`python -m runner.cli ARGUMENTS` in `cwd`, this checkout's code."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "runner.cli", *arguments],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_piranhas_match_plays_docker_players(tmp_path: Path, images: dict[str, str]) -> None:
+    run = piranhas_match(
+        tmp_path,
+        "--player1", f"docker:{images['play']}", "--player2", f"docker:{images['play']}",
+        "--games", "2", "--concurrency", "1", "--results", "results.jsonl",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    lines = (tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["game"] for line in lines] == [1, 2]
+    assert "game over after" in (tmp_path / "log" / "player1_game2.log").read_text()
+    assert labelled_containers() == []
+
+
+def test_piranhas_match_reports_a_crashed_container_player(
+    tmp_path: Path, images: dict[str, str]
+) -> None:
+    run = piranhas_match(
+        tmp_path,
+        "--player1", f"docker:{images['crash']}", "--player2", "docker:" + images["play"],
+        "--games", "1",
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert "player1 (status 3, exit 3)" in run.stderr
     assert labelled_containers() == []
