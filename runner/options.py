@@ -70,7 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
             "The starting side alternates: player1 moves first in games 1, 3, 5, ..."
         ),
     )
-    parser.add_argument("--player1", required=True, metavar="COMMAND", help="first bot command")
+    parser.add_argument(
+        "--player1",
+        required=True,
+        metavar="COMMAND",
+        help="first bot command, or docker:IMAGE for a bot image run sandboxed like the "
+        "contest's (docs/sandbox.md)",
+    )
     parser.add_argument("--player2", required=True, metavar="COMMAND", help="second bot command")
     parser.add_argument(
         "--games",

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
 import trio
 
 from runner.options import MatchError
@@ -41,6 +42,8 @@ RELAY_READY_TIMEOUT = 20.0
 STOP_GRACE = 1  # seconds between SIGTERM and SIGKILL (`docker stop -t`)
 LOGS_DRAIN = 5.0  # for `docker logs --follow` to finish after the container ended
 _GAME_IN_LOG_NAME = re.compile(r"_game(\d+)\.log$")
+
+log = structlog.get_logger("sandbox")
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,8 @@ class ContainerPlayer:
     async def stop(self) -> bool:
         """Make sure the bot is gone: SIGTERM, SIGKILL after a second; then read its exit code,
         OOM flag and logs and remove both containers. True if it was still running. Shielded:
-        this runs in cleanups after Ctrl+C."""
+        this runs in cleanups after Ctrl+C. Never raises: the match core stops the other
+        player next; a Docker failure is logged (and `sweep` finds what was left)."""
         with trio.CancelScope(shield=True):
             running = self._returncode is None
             try:
@@ -189,12 +193,17 @@ class ContainerPlayer:
                 await self.wait()
                 with trio.move_on_after(LOGS_DRAIN):
                     await self.logs.wait()
+            except DockerError as error:
+                log.warning("bot container failed", container=self.bot, error=str(error))
             finally:
                 if self.logs.returncode is None:
                     self.logs.kill()
                     await self.logs.wait()
-                await remove_containers([self.bot, self.relay], cli=self.cli)
-                self.removed = True
+                try:
+                    await remove_containers([self.bot, self.relay], cli=self.cli)
+                    self.removed = True
+                except DockerError as error:
+                    log.error("bot container left behind", container=self.bot, error=str(error))
         return running
 
 

@@ -3,6 +3,7 @@ engine/protocol copied next to it). Started by start.sh as `sandbox_bot.py MODE 
 
   play    play a whole game with random legal moves (tests/bots/fast_bot.py)
   crash   play two moves, then exit with status 3
+  hang    join, then never answer a move request (and never exit)
   oom     join the game, then allocate memory until the kernel kills it
   probe   print what it sees of the network (interfaces, routes, addresses, where gameserver
           resolves to), then play; it never sends anything anywhere but to the game server
@@ -64,7 +65,7 @@ def main() -> None:
         oom(arguments)
     if mode == "probe":
         probe()
-    extra = ["--crash-after", "2"] if mode == "crash" else []
+    extra = {"crash": ["--crash-after", "2"], "hang": ["--hang"]}.get(mode, [])
     os.execv(sys.executable, [sys.executable, str(FAST_BOT), *arguments, *extra])
 
 

@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
 PASSWORD = "sandbox-test"
-MODES = ("play", "crash", "oom", "probe")
+MODES = ("play", "crash", "oom", "probe", "hang")
 NAMES = ("one", "two")
 GAME_LIMIT = 120.0
 RUN_ID = f"pytest{secrets.token_hex(3)}"
@@ -90,12 +90,18 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
 
 
 @asynccontextmanager
-async def game_server(socket_dir: Path) -> AsyncIterator[tuple[Server, Path]]:
+async def game_server(socket_dir: Path, hard_timeout: float) -> AsyncIterator[tuple[Server, Path]]:
     """The game server in this process, with its Unix socket in `socket_dir` (which the
     relays mount: nothing else in it)."""
     socket_dir.mkdir()
     unix_socket = socket_dir / "server.sock"
-    settings = Settings(port=0, password=PASSWORD, unix_socket=unix_socket)
+    settings = Settings(
+        port=0,
+        password=PASSWORD,
+        unix_socket=unix_socket,
+        soft_timeout=hard_timeout,
+        hard_timeout=hard_timeout,
+    )
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         port = await nursery.start(partial(serve, settings, stop=stop, handle_signals=False))
@@ -104,13 +110,16 @@ async def game_server(socket_dir: Path) -> AsyncIterator[tuple[Server, Path]]:
 
 
 async def play(
-    tmp_path: Path, images: tuple[str, str], limits: Limits | None = None
+    tmp_path: Path,
+    images: tuple[str, str],
+    limits: Limits | None = None,
+    hard_timeout: float = 10.0,
 ) -> Observation | MatchError:
     """One game, player `one` moving first; the observation, or the MatchError that ended it.
     Afterwards no container of the run is left."""
     outcome: Observation | MatchError
     with trio.fail_after(GAME_LIMIT + 60):
-        async with game_server(tmp_path / "sock") as (server, unix_socket):
+        async with game_server(tmp_path / "sock", hard_timeout) as (server, unix_socket):
             launchers = (
                 ContainerLauncher(images[0], unix_socket, limits=limits, run_id=RUN_ID),
                 ContainerLauncher(images[1], unix_socket, limits=limits, run_id=RUN_ID),
@@ -163,6 +172,17 @@ async def test_a_crashing_bot_loses_with_its_exit_code(
     assert "two (status 3, exit 3)" in message
     assert "two hat das Spiel verlassen" in message
     assert "crashing on purpose" in bot_log(tmp_path, "two")
+
+
+async def test_a_hanging_bot_loses_on_time_and_is_stopped(
+    tmp_path: Path, images: dict[str, str]
+) -> None:
+    outcome = await play(tmp_path, (images["hang"], images["play"]), hard_timeout=2.0)
+    assert isinstance(outcome, Observation), outcome
+    result = outcome.summary.result
+    assert result.winner is not None and result.winner.name == "TWO"
+    assert result.reason.startswith("one hat innerhalb von") and "keinen Zug" in result.reason
+    assert outcome.summary.notes == ["one still running after 5 s: killed"]
 
 
 async def test_a_bot_sees_no_network_but_the_game_server(
