@@ -54,6 +54,9 @@ async def build_bot_image(
     DockerError (also for a folder without start.sh)."""
     if not (folder / "start.sh").is_file():
         raise DockerError(f"{folder} has no start.sh: a bot folder starts with start.sh")
+    # The classic builder would try a registry for a missing base.
+    if not await image_exists(base, cli):
+        raise DockerError(f"no base image {base}: build it with build_base_image() first")
     return await _build(
         ["--file", str(BOT_DOCKERFILE), "--build-arg", f"BOT_BASE={base}"], tag, folder, cli
     )

@@ -113,6 +113,9 @@ def labels(role: str, run: str, match: str, game: str) -> list[str]:
 def hardening() -> list[str]:
     """The flags every container gets, bots and relays."""
     return [
+        # Images are local (built or loaded): never reach out to a registry for one.
+        "--pull",
+        "never",
         "--read-only",
         "--cap-drop",
         "ALL",

@@ -27,11 +27,12 @@ import trio
 from client import ClientSession
 from runner.game import GameSpec, Observation, Server, log_path, play_game
 from runner.options import MatchError
-from sandbox import ContainerLauncher, Limits, sweep
+from sandbox import ContainerLauncher, DockerError, Limits, sweep
 from sandbox.docker import docker_cli
 from sandbox.images import build_base_image, build_bot_image, image_exists
 from sandbox.launcher import BOT_BASE_IMAGE
 from server.app import serve
+from server.cli import find_exception
 from server.config import Settings
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -130,8 +131,11 @@ async def play(
             spec = GameSpec(1, 0, NAMES, (True, True), None)
             try:
                 outcome = await play_game(spec, launchers, admin, server, tmp_path, GAME_LIMIT)
-            except MatchError as error:
-                outcome = error
+            except BaseException as error:
+                match_error = find_exception(error, MatchError)
+                if match_error is None:
+                    raise
+                outcome = match_error
             await admin.aclose()
     assert labelled_containers() == []
     return outcome
@@ -261,3 +265,20 @@ def test_piranhas_match_reports_a_crashed_container_player(
     assert run.returncode == 2
     assert "player1 (status 3, exit 3)" in run.stderr
     assert labelled_containers() == []
+
+
+async def test_a_missing_image_is_a_clear_error_and_leaves_nothing_behind(
+    tmp_path: Path, images: dict[str, str]
+) -> None:
+    outcome = await play(tmp_path, ("piranhas-test/no-such-bot:1", images["play"]))
+    assert isinstance(outcome, MatchError)
+    assert "cannot start one in a container (piranhas-test/no-such-bot:1)" in str(outcome)
+    assert "registry" not in str(outcome)  # no pull was tried
+
+
+async def test_a_bot_folder_needs_a_start_script_and_the_base(tmp_path: Path) -> None:
+    with pytest.raises(DockerError, match=r"no start\.sh"):
+        await build_bot_image(tmp_path, "piranhas-test/never:1")
+    (tmp_path / "start.sh").write_text("#!/bin/sh\n", encoding="utf-8")
+    with pytest.raises(DockerError, match="no base image piranhas-test/no-base:1"):
+        await build_bot_image(tmp_path, "piranhas-test/never:1", base="piranhas-test/no-base:1")

@@ -33,6 +33,7 @@ def test_a_bot_gets_the_contest_limits_and_no_way_out() -> None:
     assert flag_values(flags, "--cap-drop") == ["ALL"]
     assert flag_values(flags, "--security-opt") == ["no-new-privileges"]
     assert {"--read-only", "--init"} <= set(flags)
+    assert flag_values(flags, "--pull") == ["never"]  # never a registry
     assert flag_values(flags, "--tmpfs")[0].startswith("/tmp:")
     assert sorted(flag_values(flags, "--label")) == [
         "piranhas.game=3",
