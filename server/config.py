@@ -65,6 +65,9 @@ class Settings:
     login_failure_window: float = 60.0
     login_lockout: float = 300.0
     login_failure_delay: float = 1.0
+    # Also listen on this Unix domain socket (bots in containers without a network reach the
+    # server through it: docs/sandbox.md).
+    unix_socket: Path | None = None
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
     start_state: GameState | None = field(default=None, compare=False, repr=False)
@@ -366,6 +369,14 @@ _OPTIONS = (
         "seconds before a failed admin login is answered (default 1)",
         "SECONDS",
     ),
+    _Option(
+        "unix_socket",
+        "unixSocket",
+        ("--unix-socket", "--unixSocket"),
+        _parse_path,
+        "also listen on this Unix domain socket (e.g. for bots in containers)",
+        "PATH",
+    ),
 )
 # Keys are case-sensitive, as in java.util.Properties.
 _BY_KEY = {option.key: option for option in _OPTIONS}
@@ -514,7 +525,7 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
             f"{DEFAULT_PASSWORD!r}: set a password of your own"
         )
 
-    for path_attribute in ("replay_dir", "load_game_file", "results_file"):
+    for path_attribute in ("replay_dir", "load_game_file", "results_file", "unix_socket"):
         if path_attribute in values:
             values[path_attribute] = cwd / values[path_attribute]
     values.setdefault("replay_dir", cwd / "replays")
