@@ -123,6 +123,7 @@ async def test_oversized_packet_is_a_protocol_error(make_harness, nursery) -> No
 async def test_idle_connection_in_no_room_is_closed(make_harness, nursery, autojump_clock) -> None:
     harness: Harness = await make_harness(idle_timeout=30)
     idle = await connect(nursery, harness)
+    await idle.send_raw(b"<protocol>")  # said in time: only the idle timeout applies
     waiting = await connect(nursery, harness)
     await waiting.send(Join())
     await waiting.expect(Joined)
