@@ -74,7 +74,7 @@ async def test_a_move_is_timed_to_its_arrival_not_to_when_a_busy_server_reads_it
 
 async def test_anonymous_floods_wait_their_turn_behind_a_game(make_harness, nursery) -> None:
     """Ten anonymous connections each have 40 refused requests buffered when a player's move
-    arrives: the move is handled after a handful of them, not after all 400."""
+    arrives: the move is handled after a handful of them, not after all 400 (as it was)."""
     harness: Harness = await make_harness(max_refusals=1000)
     handled: list[str] = []
     original = harness.lobby.handle
@@ -98,7 +98,7 @@ async def test_anonymous_floods_wait_their_turn_behind_a_game(make_harness, nurs
         await player.send(MovePacket(room_id, state.legal_moves()[0]))
         await player.expect(Memento)
     before_move = handled.index("MovePacket")
-    assert handled[:before_move].count("Authenticate") <= 30, before_move
+    assert handled[:before_move].count("Authenticate") <= 10, before_move
 
 
 async def test_refused_requests_from_an_anonymous_connection_are_limited(
