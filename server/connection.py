@@ -11,10 +11,12 @@ Every connection's resources are bounded, so a hostile client cannot decide a ga
 - a new connection must say `<protocol>` within `protocolDeadline`; a connection in no room
   must finish what it started sending within `packetDeadline`; one idle in no room is closed
   after `idleTimeout`;
-- work per turn of the event loop is bounded: a connection in a game (or admin) handles at
-  most `PACKETS_PER_TURN` packets before it lets the others run; anonymous connections (in no
-  room, not admin) take turns through one lobby-wide token, one packet at a time, so any
-  number of them delays a game's packet by about one anonymous packet;
+- work per turn of the event loop is bounded: a connection handles at most `PACKETS_PER_TURN`
+  packets before it lets the others run; an anonymous connection (in no room, not admin) that
+  was refused or sent a costly packet is *rationed*: such connections take turns through one
+  lobby-wide token, one packet at a time, so any number of them delays a game's packet by
+  about one of theirs, and a costly packet keeps the token as long again, so together they
+  get at most about half of the server's time. A newcomer's cheap join or login skips the line;
 - an anonymous connection that is refused `maxRefusals` times is closed.
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import time
 import weakref
 from collections.abc import Callable
 
@@ -51,6 +54,8 @@ CLOSE_GRACE = 5.0
 INITIATED_DISCONNECT = "INITIATED_DISCONNECT"
 # Packets a connection in a game (or an admin) handles before it lets the others run.
 PACKETS_PER_TURN = 16
+# An anonymous packet handled faster than this (any legitimate one) is not rationed.
+ANONYMOUS_FREE_SECONDS = 0.002
 # How much of the stream's start is searched for "<protocol>".
 PROTOCOL_PREFIX_BYTES = 4096
 _PROTOCOL_START = re.compile(rb"<protocol[\s>/]")
@@ -108,6 +113,9 @@ class Connection:
         self._packets = 0  # complete packets so far
         self._received_at = 0.0  # when the bytes read last arrived
         self._refusals = 0  # errorpackets sent while anonymous
+        # Anonymous and refused or costly before: its packets take turns behind the games'.
+        # A fresh connection's cheap join or login is never made to wait in that line.
+        self._rationed = False
         # Messages queued or being written by the writer task, and their bytes. While nothing
         # is queued, `send` writes straight to the socket: no task switch per message.
         self._backlog = 0
@@ -170,6 +178,7 @@ class Connection:
         if self._lobby.is_busy(self):
             return
         self._refusals += 1
+        self._rationed = True
         if self._refusals == self._settings.max_refusals:
             log.warning(
                 "too many refused requests, closing", peer=self.name, refused=self._refusals
@@ -285,17 +294,28 @@ class Connection:
         while True:
             handled = 0
             while True:
-                anonymous = not lobby.is_busy(self)
-                if anonymous:
+                if self._rationed and not lobby.is_busy(self):
                     # One packet per turn of the token: anonymous traffic never makes a game's
                     # packet wait for more than about one anonymous packet.
                     async with turn:
+                        started = time.perf_counter()
                         outcome = self._next_packet()
-                        # Held across a turn of the loop: the other anonymous connections
-                        # wait in line while the games' connections run.
-                        await trio.lowlevel.checkpoint()
+                        spent = time.perf_counter() - started
+                        # Held across a turn of the loop: the other rationed connections wait
+                        # in line while the games' connections run. A costly packet holds it
+                        # as long again, so they get at most about half of the server's time.
+                        if spent > ANONYMOUS_FREE_SECONDS:
+                            await trio.sleep(spent)
+                        else:
+                            await trio.lowlevel.checkpoint()
                 else:
+                    started = time.perf_counter()
                     outcome = self._next_packet()
+                    if (
+                        time.perf_counter() - started > ANONYMOUS_FREE_SECONDS
+                        and not lobby.is_busy(self)
+                    ):
+                        self._rationed = True  # costly and in no room: take turns from now on
                     handled += 1
                     if handled >= PACKETS_PER_TURN:
                         handled = 0

@@ -98,7 +98,31 @@ async def test_anonymous_floods_wait_their_turn_behind_a_game(make_harness, nurs
         await player.send(MovePacket(room_id, state.legal_moves()[0]))
         await player.expect(Memento)
     before_move = handled.index("MovePacket")
-    assert handled[:before_move].count("Authenticate") <= 10, before_move
+    assert handled[:before_move].count("Authenticate") <= 20, before_move
+
+
+async def test_a_newcomers_join_does_not_wait_behind_a_flood(make_harness, nursery) -> None:
+    harness: Harness = await make_harness(max_refusals=1000)
+    handled: list[str] = []
+    original = harness.lobby.handle
+
+    def recording(peer, packet, received_at):  # type: ignore[no-untyped-def]
+        handled.append(type(packet).__name__)
+        original(peer, packet, received_at)
+
+    harness.lobby.handle = recording  # type: ignore[method-assign]
+    with trio.fail_after(10):
+        flooders = [start(nursery, harness)[0] for _ in range(10)]
+        for flooder in flooders:
+            await flooder.send(Authenticate("wrong"))
+        while len(handled) < 10:  # each was refused once: rationed from now on
+            await trio.sleep(0.01)
+        for flooder in flooders:
+            await flooder.send(*[Authenticate("wrong")] * 40)
+        newcomer, _ = start(nursery, harness)
+        await newcomer.send(Join())
+        await newcomer.expect(Joined)
+    assert handled.index("Join") <= 10 + 20, handled.index("Join")
 
 
 async def test_refused_requests_from_an_anonymous_connection_are_limited(
