@@ -110,12 +110,12 @@ class Connection:
         self._said_protocol = False
         self._prefix = bytearray()  # the stream's start, until "<protocol>" is seen
         self._partial_since: float | None = None  # bytes that complete no packet since then
-        self._packets = 0  # complete packets so far
         self._received_at = 0.0  # when the bytes read last arrived
         self._refusals = 0  # errorpackets sent while anonymous
         # Anonymous and refused or costly before: its packets take turns behind the games'.
         # A fresh connection's cheap join or login is never made to wait in that line.
         self._rationed = False
+        self._was_busy = False  # at the last deadline check
         # Messages queued or being written by the writer task, and their bytes. While nothing
         # is queued, `send` writes straight to the socket: no task switch per message.
         self._backlog = 0
@@ -248,89 +248,97 @@ class Connection:
     async def _read_loop(self) -> str:
         """Feed the lobby until the stream ends; return the official disconnect cause.
 
-        The deadlines are one cancel scope per period rather than one per receive: when it
-        fires, the connection is closed only if a deadline really passed."""
-        settings = self._settings
-        idle_timeout = settings.idle_timeout or math.inf
+        The deadlines apply only while waiting for the client's bytes: time its packets spend
+        waiting for their turn in the server is never held against it."""
         self._opened_at = self._last_activity = trio.current_time()
-        was_busy = False
         while True:
-            with trio.CancelScope(deadline=self._deadline(trio.current_time(), was_busy)):
-                return await self._read_packets()
-            now = trio.current_time()
-            busy = self._lobby.is_busy(self)
-            if (
-                not self._said_protocol
-                and settings.protocol_deadline
-                and now >= self._opened_at + settings.protocol_deadline
-            ):
-                log.info("no <protocol> in time, closing", peer=self.name)
-                return TIMEOUT
-            if (
-                self._partial_since is not None
-                and settings.packet_deadline
-                and not busy
-                and now >= self._partial_since + settings.packet_deadline
-            ):
-                log.info("unfinished packet, closing", peer=self.name)
-                return TIMEOUT
-            if now - self._last_activity < idle_timeout:
-                was_busy = busy
+            outcome = await self._handle_buffered()
+            if outcome is not None:
+                return outcome
+            deadline = self._deadline(trio.current_time(), self._lobby.is_busy(self))
+            with trio.move_on_at(deadline) as waiting:
+                try:
+                    data, received_at = await self._transport.receive()
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return LOST_CONNECTION
+            if waiting.cancelled_caught:
+                cause = self._deadline_passed()
+                if cause is not None:
+                    return cause
                 continue
-            if busy or was_busy:
-                # Busy, or stopped being busy since the last check (its game ended, say, a
-                # moment ago): the idle period starts now, not at the last packet it sent.
-                was_busy = busy
-                self._last_activity = now
-                continue
-            log.info("closing idle connection", peer=self.name, seconds=idle_timeout)
-            self.send(CloseConnection())
-            return TIMEOUT
+            self._received_at = received_at
+            self._note_received(data, received_at)
+            self._protocol.receive_data(data)
 
-    async def _read_packets(self) -> str:
-        """Handle what is buffered, then read more; return the disconnect cause at the end."""
+    def _deadline_passed(self) -> str | None:
+        """A read deadline fired: the cause to close with, or None to go on reading."""
+        settings = self._settings
+        now = trio.current_time()
+        busy = self._lobby.is_busy(self)
+        was_busy, self._was_busy = self._was_busy, busy
+        if (
+            not self._said_protocol
+            and settings.protocol_deadline
+            and now >= self._opened_at + settings.protocol_deadline
+        ):
+            log.info("no <protocol> in time, closing", peer=self.name)
+            return TIMEOUT
+        if (
+            self._partial_since is not None
+            and settings.packet_deadline
+            and not busy
+            and now >= self._partial_since + settings.packet_deadline
+        ):
+            log.info("unfinished packet, closing", peer=self.name)
+            return TIMEOUT
+        idle_timeout = settings.idle_timeout or math.inf
+        if now - self._last_activity < idle_timeout:
+            return None
+        if busy or was_busy:
+            # Busy, or stopped being busy since the last check (its game ended, say, a moment
+            # ago): the idle period starts now, not at the last packet it sent.
+            self._last_activity = now
+            return None
+        log.info("closing idle connection", peer=self.name, seconds=idle_timeout)
+        self.send(CloseConnection())
+        return TIMEOUT
+
+    async def _handle_buffered(self) -> str | None:
+        """Handle the packets buffered so far; a disconnect cause when the stream ends."""
         lobby = self._lobby
-        turn = _anonymous_turn(lobby)
+        handled = 0
         while True:
-            handled = 0
-            while True:
-                if self._rationed and not lobby.is_busy(self):
-                    # One packet per turn of the token: anonymous traffic never makes a game's
-                    # packet wait for more than about one anonymous packet.
-                    async with turn:
-                        started = time.perf_counter()
-                        outcome = self._next_packet()
-                        spent = time.perf_counter() - started
+            if self._rationed and not lobby.is_busy(self):
+                # One packet per turn of the token: rationed traffic never makes a game's
+                # packet wait for more than about one of its packets.
+                async with _anonymous_turn(lobby):
+                    started = time.perf_counter()
+                    outcome = self._next_packet()
+                    spent = time.perf_counter() - started
+                    if outcome is None:
                         # Held across a turn of the loop: the other rationed connections wait
                         # in line while the games' connections run. A costly packet holds it
-                        # as long again, so they get at most about half of the server's time.
+                        # as long again: together they get at most about half of the time.
                         if spent > ANONYMOUS_FREE_SECONDS:
                             await trio.sleep(spent)
                         else:
                             await trio.lowlevel.checkpoint()
-                else:
-                    started = time.perf_counter()
-                    outcome = self._next_packet()
-                    if (
-                        time.perf_counter() - started > ANONYMOUS_FREE_SECONDS
-                        and not lobby.is_busy(self)
+            else:
+                started = time.perf_counter()
+                outcome = self._next_packet()
+                if outcome is None:
+                    if time.perf_counter() - started > ANONYMOUS_FREE_SECONDS and not lobby.is_busy(
+                        self
                     ):
                         self._rationed = True  # costly and in no room: take turns from now on
                     handled += 1
                     if handled >= PACKETS_PER_TURN:
                         handled = 0
                         await trio.lowlevel.checkpoint()
-                if outcome is NEED_DATA:
-                    break
-                if outcome is not None:
-                    return outcome
-            try:
-                data, received_at = await self._transport.receive()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return LOST_CONNECTION
-            self._received_at = received_at
-            self._note_received(data, received_at)
-            self._protocol.receive_data(data)
+            if outcome is NEED_DATA:
+                return None
+            if outcome is not None:
+                return outcome
 
     def _note_received(self, data: bytes, received_at: float) -> None:
         """Keep the protocol and packet deadlines up to date for bytes just read."""
@@ -358,9 +366,8 @@ class Connection:
         if event is NEED_DATA:
             return NEED_DATA
         received_at = self._received_at
-        self._packets += 1
         self._partial_since = None
-        self._last_activity = received_at
+        self._last_activity = trio.current_time()
         if isinstance(event, CloseRequest):
             return RECEIVED_DISCONNECT
         if isinstance(event, StreamEnd):

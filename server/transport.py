@@ -83,6 +83,21 @@ def kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> float | None:
     return None
 
 
+_stamp_keeper: socket.socket | None = None
+
+
+def _keep_stamping_on() -> None:
+    """Linux stamps arriving packets only while some socket asks for it, and switches that on
+    or off a moment after the first such socket opens or the last one closes: the bytes of a
+    lone connection could miss their stamp. One socket that asks for the process's lifetime
+    keeps stamping on."""
+    global _stamp_keeper
+    if _stamp_keeper is None:
+        keeper = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        keeper.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        _stamp_keeper = keeper
+
+
 class SocketTransport:
     """A TCP socket read with recvmsg (kernel receive stamps) and written with os.write."""
 
@@ -99,6 +114,8 @@ class SocketTransport:
                 self.stamped = True
             except OSError:
                 pass
+            else:
+                _keep_stamping_on()
         self._last_arrival = -math.inf
 
     async def receive(self) -> tuple[bytes, float]:

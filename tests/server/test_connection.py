@@ -320,7 +320,8 @@ async def test_socket_transport_stamps_bytes_with_their_arrival() -> None:
     transport = transport_for(await listeners[0].accept())
     assert isinstance(transport, SocketTransport)
     with trio.fail_after(5):
-        await client.send_all(b"warm-up")  # the kernel may start stamping only from now on
+        await trio.sleep(0.05)  # the kernel switches stamping on a moment after it is asked
+        await client.send_all(b"warm-up")
         assert (await transport.receive())[0] == b"warm-up"
         await client.send_all(b"<move/>")
         time.sleep(0.3)  # the event loop is late to read
