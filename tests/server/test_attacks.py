@@ -7,7 +7,9 @@ from __future__ import annotations
 import io
 import socket
 import time
+from pathlib import Path
 
+import pytest
 import structlog
 import trio
 import trio.testing
@@ -15,7 +17,7 @@ import trio.testing
 from protocol.events import Authenticate, Join, MovePacket
 from protocol.messages import ErrorPacket, Joined, Memento, MoveRequest, ResultMessage
 from server.app import serve
-from server.config import Settings
+from server.config import ConfigError, Settings, load_settings
 from server.connection import Connection
 from server.logs import configure_logging
 
@@ -285,3 +287,22 @@ async def test_a_refused_large_request_writes_a_bounded_log(make_harness, nurser
         structlog.reset_defaults()
     assert size > 3000
     assert logged < 2000, f"{logged} bytes of log for a {size}-byte request"
+
+
+# ---------------------------------------------------------------- settings
+
+
+def test_the_connection_limits_are_settings(tmp_path: Path) -> None:
+    (tmp_path / "server.properties").write_text(
+        "sendBufferBytes=70000\nsendDeadline=2.5\nprotocolDeadline=0\npacketDeadline=7\n"
+        "maxRefusals=3\n"
+    )
+    settings = load_settings(["--max-refusals", "4"], tmp_path)
+    assert settings.send_buffer_bytes == 70000
+    assert settings.send_deadline == 2.5
+    assert (settings.protocol_deadline, settings.packet_deadline) == (0, 7)
+    assert settings.max_refusals == 4  # the command line wins
+    for bad in ("sendBufferBytes=100\n", "sendDeadline=0\n", "maxRefusals=0\n"):
+        (tmp_path / "server.properties").write_text(bad)
+        with pytest.raises(ConfigError, match=bad.split("=")[0]):
+            load_settings([], tmp_path)
