@@ -126,6 +126,8 @@ class Connection:
     # ------------------------------------------------------------------ Peer
 
     def send(self, message: ServerMessage, on_sent: Callable[[float], None] | None = None) -> None:
+        """Queue `message` for this client (written at once while nothing is queued); `on_sent`
+        gets the time it left. Never blocks; a client that does not read is dropped."""
         if not self._accepting:
             return
         try:
@@ -190,6 +192,7 @@ class Connection:
     # ------------------------------------------------------------------ serving
 
     async def run(self) -> None:
+        """Serve this connection until it ends: read, hand packets to the lobby, write."""
         self._lobby.connect(self)
         try:
             async with trio.open_nursery() as nursery:
