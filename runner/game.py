@@ -12,7 +12,7 @@ import itertools
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
@@ -26,6 +26,8 @@ from protocol.messages import ErrorPacket, Left, Memento, ResultMessage, RoomErr
 from runner.options import MatchError
 from runner.players import PlayerLauncher, RunningPlayer
 from runner.scores import GameSummary
+from runner.timing import ServerGames
+from server.recorder import FinishedGame
 
 PROCESS_EXIT_WAIT = 5.0  # after the result, as the official client
 CRASH_GRACE = 3.0  # a player that exits may have seen the result before the observer did
@@ -41,6 +43,9 @@ class Server:
     password: str | None
     password_source: str
     hard_timeout: float
+    soft_timeout: float = 2.0  # the official value; assumed for a server we did not start
+    # The server in this process hands its finished games (server-measured move times) here.
+    games: ServerGames | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,10 @@ class Observation:
     # Milliseconds between consecutive states as the observer received them: each move's
     # time as seen from outside (thinking plus the server's and the network's share).
     move_ms: list[float]
+    # Players whose process ended by itself during the game, with its exit status.
+    crashed: dict[int, int | None] = field(default_factory=dict)
+    # The server's own record of the game (in-process server only).
+    server_game: FinishedGame | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +132,9 @@ async def play_game(
 ) -> Observation:
     """Prepare a room, start both players, observe the game to its end and make sure both
     players are gone afterwards. Raises MatchError when a player dies during the game, the
-    game hangs longer than `game_limit` s, or the server refuses or goes away."""
+    game hangs longer than `game_limit` s, or the server refuses or goes away. A player
+    whose process dies during the game (the server ends it: the player left) is no error:
+    it lost, and `Observation.crashed` says so."""
     slot_players = (spec.one, 1 - spec.one)
     slots = tuple(
         SlotDescriptor(spec.names[player], spec.can_timeout[player], True)
@@ -184,11 +195,12 @@ async def play_game(
         for player, running in players.items()
         if player not in killed and left_the_game(summary.result.reason, spec.names[player])
     }
-    if crashed_players:
-        _crashed(spec, log_dir, crashed_players, summary.result.reason)
+    observed.crashed = crashed_players
     for player, running in players.items():
         name = spec.names[player]
-        if player in killed:
+        if player in crashed_players:
+            summary.notes.append(f"{name} crashed (exit status {running.returncode})")
+        elif player in killed:
             summary.notes.append(f"{name} still running after {PROCESS_EXIT_WAIT:g} s: killed")
         elif running.returncode:
             summary.notes.append(f"{name} exited with status {running.returncode}")
@@ -281,7 +293,6 @@ def _crashed(
     spec: GameSpec,
     log_dir: Path,
     exited: Mapping[int, int | None],
-    reason: str | None = None,
 ) -> NoReturn:
     details = ", ".join(
         f"{spec.names[player]} (status {status})" for player, status in sorted(exited.items())
@@ -289,7 +300,6 @@ def _crashed(
     logs = ", ".join(
         str(log_path(log_dir, spec.names[player], spec.number)) for player in sorted(exited)
     )
-    because = f" ({reason})" if reason else ""
     raise MatchError(
-        f"player process exited before game {spec.number} ended: {details}{because}; see {logs}"
+        f"player process exited before game {spec.number} ended: {details}; see {logs}"
     )

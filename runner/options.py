@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.stats import Sprt
 from server.config import DEFAULT_PASSWORD, PROPERTIES_FILE, ConfigError, load_settings
 
 PROGRAM = "piranhas-match"
@@ -41,6 +42,14 @@ class Options:
     report_every: int = 10  # a block of figures every N games
     ndjson: Path | None = None  # the event stream
     resume: Path | None = None  # continue the run whose event stream this is
+    sprt: Sprt | None = None  # stop early when it accepts a hypothesis
+    reproducers: Path | None = None  # None: DIR/reproducers next to the bot logs
+    no_reproducers: bool = False
+
+    @property
+    def reproducer_dir(self) -> Path:
+        """Where the reproducers of irregular losses go."""
+        return self.reproducers if self.reproducers is not None else self.log_dir / "reproducers"
 
 
 def hardware_threads() -> int:
@@ -166,6 +175,25 @@ def build_parser() -> argparse.ArgumentParser:
         "counted, not played again; new events go to FILE too (unless --ndjson names another)",
     )
     parser.add_argument(
+        "--sprt",
+        default=None,
+        metavar="elo0=E0,elo1=E1[,alpha=A,beta=B,model=normalized|logistic]",
+        help="sequential test of H0: Elo = E0 against H1: Elo = E1 (player1's view; alpha "
+        "and beta default to 0.05, the model to normalized, i.e. nElo): the run stops as soon "
+        "as one is accepted (after a finished pair with --seed). Exit status 0: H1 accepted, "
+        "1: H0 accepted, 3: inconclusive after --games games",
+    )
+    parser.add_argument(
+        "--reproducers",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="for each game a bot lost by a timeout, crash or illegal move, a folder in DIR "
+        "with the position, the replay, the bot's log and repro.sh, which puts the bot in that "
+        "position again (default: LOG_DIR/reproducers)",
+    )
+    parser.add_argument("--no-reproducers", action="store_true", help="write no reproducer folders")
+    parser.add_argument(
         "--save-replay", action="store_true", help="save a replay of every game (official format)"
     )
     parser.add_argument(
@@ -200,6 +228,12 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         raise MatchError(f"--game-timeout must be positive, got {arguments.game_timeout}")
     if arguments.report_every < 0:
         raise MatchError(f"--report-every must be 0 or more, got {arguments.report_every}")
+    sprt = None
+    if arguments.sprt is not None:
+        try:
+            sprt = Sprt.parse(arguments.sprt)
+        except ValueError as error:
+            raise MatchError(f"--sprt: {error}") from None
     threads = hardware_threads() if threads is None else threads
     concurrency = arguments.concurrency
     if concurrency is None:
@@ -245,6 +279,9 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         report_every=arguments.report_every,
         ndjson=arguments.ndjson or arguments.resume,
         resume=arguments.resume,
+        sprt=sprt,
+        reproducers=arguments.reproducers,
+        no_reproducers=arguments.no_reproducers,
     )
 
 

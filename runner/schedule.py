@@ -18,6 +18,7 @@ from runner.game import GameSpec, Observation, Server, play_game
 from runner.options import MatchError, Options
 from runner.players import PlayerLauncher, ProcessLauncher
 from runner.scores import Match, first_player
+from runner.stats import SprtStatus
 
 GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
 
@@ -71,6 +72,8 @@ class Schedule:
         self.counted = counted
         self.pending = [index for index in range(options.games) if index + 1 not in done]
         self.paired = options.seed is not None  # until the server shows it ignores seeds
+        self.decided: SprtStatus | None = None  # the SPRT's decision, once made
+        self._nursery: trio.Nursery | None = None
         # A game has at most 2 * ROUND_LIMIT moves, each at most a hard timeout long.
         self.game_limit = (
             options.game_timeout or 2 * ROUND_LIMIT * server.hard_timeout + GAME_MARGIN
@@ -81,6 +84,7 @@ class Schedule:
         cancelled and their players stopped)."""
         try:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 for _ in range(min(self.options.concurrency, len(self.pending))):
                     nursery.start_soon(self._worker)
         except BaseExceptionGroup as group:
@@ -89,6 +93,21 @@ class Schedule:
             if failures is None or others is not None:
                 raise
             raise first_leaf(failures) from None
+
+    def _stop_early(self, decision: SprtStatus) -> None:
+        """The SPRT accepted a hypothesis: no more games; games still running are cancelled
+        (their rooms and bots cleaned up), uncounted."""
+        if self.decided is not None:
+            return
+        self.decided = decision
+        running = len(self.match.played)
+        self.match.say(
+            f"SPRT: {decision.value} accepted after {running} games; stopping "
+            f"({len(self.pending)} games not played)"
+        )
+        self.pending.clear()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
 
     async def _worker(self) -> None:
         server = self.server
@@ -116,9 +135,14 @@ class Schedule:
                         "note: the server ignores the board seed of <prepare> (not this "
                         "project's server?): boards are random, games are not paired"
                     )
+                if server.games is not None:
+                    observation.server_game = server.games.take(observation.summary.room_id)
                 await self.record(observation)
                 self.match.record(observation.summary)
                 if self.counted is not None:
                     self.counted(self.match)
+                decision = self.match.sprt_status()
+                if decision is not None and decision is not SprtStatus.CONTINUE:
+                    self._stop_early(decision)
         finally:
             await admin.aclose()

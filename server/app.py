@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import structlog
 import trio
@@ -13,6 +13,7 @@ import trio
 from server.config import Settings, with_start_state
 from server.connection import CLOSE_GRACE, Connection
 from server.lobby import GAME_TYPE, SHUTDOWN_REASON, Lobby
+from server.recorder import GameSink, Recorder
 
 log = structlog.get_logger("server.app")
 
@@ -23,15 +24,17 @@ async def serve(
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
     stop: trio.Event | None = None,
     handle_signals: bool = True,
+    sinks: Sequence[GameSink] = (),
 ) -> None:
     """Run the game server until SIGINT/SIGTERM (or `stop` is set). `task_status.started`
     gets the port actually bound, so `port=0` works. On stop, running games end with an
     aborted result that is sent to the clients (result, then left) and recorded before this
-    returns."""
+    returns. `sinks` get every finished game after the server's own (results log) — how an
+    embedding program (the match runner) learns the server-measured move times."""
     stop = stop if stop is not None else trio.Event()
     # load_settings has loaded the start state already; settings built in code may not have.
     settings = with_start_state(settings)
-    lobby = Lobby(settings)
+    lobby = Lobby(settings, recorder=Recorder.from_settings(settings, sinks))
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]
     connections: set[Connection] = set()
