@@ -49,6 +49,13 @@ class EventLog:
             return
         try:
             self._file = self.path.open("a", encoding="utf-8")
+            # An interrupted write may have left a torn last line: end it, so the next event
+            # starts a line of its own.
+            if self._file.tell() > 0:
+                with self.path.open("rb") as existing:
+                    existing.seek(-1, 2)
+                    if existing.read(1) != b"\n":
+                        self._file.write("\n")
         except OSError as error:
             raise MatchError(f"cannot write {self.path}: {error}") from None
 

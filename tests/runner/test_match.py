@@ -585,8 +585,9 @@ async def test_resume_plays_only_the_missing_games(tmp_path: Path) -> None:
     lines = stream.read_text(encoding="utf-8").splitlines()
     ends = [json.loads(line) for line in lines if '"game_end"' in line]
     assert sorted(end["game"] for end in ends) == [1, 2, 3, 4]
-    # (The torn line is glued to the resumed run's first event: skip it.)
-    parsed = [json.loads(line) for line in lines if not line.startswith('{"event": "ga{')]
+    # The torn line stays a line of its own; the resumed run's events follow it.
+    assert lines[len(kept)] == '{"event": "ga'
+    parsed = [json.loads(line) for line in lines if line != '{"event": "ga']
     stats = [event for event in parsed if event["event"] == "stats"]
     assert sum(stats[-1]["pentanomial"]) == 2  # both pairs finished
     final = json.loads(lines[-1])
