@@ -4,12 +4,7 @@ Written once and used by everything that talks to a game server as a client: the
 the built-in bots, the tests and the benchmarks. It never imports `server`.
 """
 
-from client.session import (
-    GAME_TYPE,
-    ClientSession,
-    ConnectionClosed,
-    ServerRefused,
-    open_session,
-)
+from client.session import ClientSession, ConnectionClosed, ServerRefused, open_session
+from protocol import GAME_TYPE
 
 __all__ = ["GAME_TYPE", "ClientSession", "ConnectionClosed", "ServerRefused", "open_session"]

@@ -24,7 +24,7 @@ from typing import TypeVar
 import trio
 
 from engine.types import Move
-from protocol import ClientConnection, NeedData, RemoteProtocolError
+from protocol import GAME_TYPE, ClientConnection, NeedData, RemoteProtocolError
 from protocol.events import (
     Authenticate,
     CancelRequest,
@@ -44,7 +44,6 @@ from protocol.events import (
 from protocol.limits import ProtocolLimits
 from protocol.messages import ErrorPacket, Joined, Observed, Prepared, ServerMessage
 
-GAME_TYPE = "swc_2026_piranhas"  # the only game type of this season (protocol §2)
 RECEIVE_SIZE = 65536  # bytes read per receive_some: the most we buffer ahead of the caller
 DEFAULT_TIMEOUT = 15.0  # for the server's answer to a request (prepare, observe, join)
 GOODBYE_TIMEOUT = 2.0  # for saying goodbye while closing

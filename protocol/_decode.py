@@ -361,7 +361,8 @@ class ClientDecoder:
         return CloseRequest()
 
     def _room(self, element: Element, packet: str) -> ClientPacket:
-        room_id = self._reader.required_attr(element, "roomId", packet)
+        # Without roomId the official server reads null and answers "…room with id null".
+        room_id = self._attr(element, "roomId", packet)
         data = _only_child(element, "data", packet)
         if data is None:
             # RoomPacket with data = null: officially "Received non-move packet".

@@ -25,9 +25,246 @@ _NON_WHITESPACE: Final = re.compile(rb"[^ \t\r\n]")
 # libxml2's push parser holds character data back until the next "<", so without this check a
 # peer that sends a little binary garbage and then waits would never hear why nothing happens.
 _FORBIDDEN: Final = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-# Feeding in bounded slices lets the size limit trip after at most one slice of a
-# runaway packet, whatever size the caller's chunks have.
+# Feeding in bounded slices bounds the work of one step, whatever size the caller's
+# chunks have.
 _MAX_SLICE: Final = 16384
+_LT: Final = 0x3C  # '<'
+_SLASH: Final = 0x2F
+_QUESTION: Final = 0x3F
+_BANG: Final = 0x21
+# Names as _Framing reads them: anything but the bytes that end or separate XML names.
+# Wider than XML's Name on purpose: a bad name is libxml2's to report.
+_TAG_NAME: Final = re.compile(rb"<[^\s/>=\"'<&!?][^\s/>=\"'<&]*")
+# After a tag's name or a complete attribute: the next attribute up to its opening quote,
+# or the end of the tag.
+_ATTRIBUTE_START: Final = re.compile(rb"\s+[^\s/>=\"'<&]+\s*=\s*[\"']")
+_TAG_END: Final = re.compile(rb"\s*(/?)>")
+# What can still grow into an attribute or the end of the tag.
+_TAG_REST_SO_FAR: Final = re.compile(rb"\s*/?|\s+[^\s/>=\"'<&]+\s*(?:=\s*)?")
+# The common case in one match: text, then a complete end tag (group 1), or a complete
+# start tag: of an empty element (group 2), of a leaf element whose text and end tag follow
+# (group 3), or else of an element that stays open. Anything else takes the careful path.
+_SIMPLE_TOKEN: Final = re.compile(
+    rb"[^<]*(?:<(/)[^>]*>|<[^\s/>=\"'<&!?][^\s/>=\"'<&]*"
+    rb"(?:\s+[^\s/>=\"'<&]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*\s*(?:(/)>|>(?:[^<]*</[^>]*(>))?))"
+)
+# Only these bytes can complete or break an unfinished start tag: looking at it again only
+# when one arrives keeps a trickled tag linear.
+_TAG_PROGRESS: Final = re.compile(rb"[>\"'=]")
+
+
+def _strip_namespaces(packet: etree._Element) -> None:
+    """Rename every element of `packet` to its local name (attributes without a prefix
+    have no namespace anyway)."""
+    for element in packet.iter(etree.Element):
+        tag = str(element.tag)
+        if tag[0] == "{":
+            element.tag = tag.rpartition("}")[2]
+
+
+class _Oversized(Exception):
+    """A packet needs more than max_packet_bytes."""
+
+
+class _Framing:
+    """A cheap tokenizer over the bytes from the root start tag on, for two things
+    libxml2's push parser cannot tell us:
+
+    * exact packet boundaries, so `max_packet_bytes` holds to the byte whatever the
+      chunking: a packet's bytes run from the end of the previous packet (or of the root
+      start tag) to the `>` completing it, whitespace between packets included;
+    * start tags that can never become well-formed while libxml2 keeps waiting: its
+      look-ahead for a tag's `>` counts quotes naively, so after
+      `<join gameType="a"'b"/>` it waits forever for a closing `'`.
+
+    It knows tags, comments, CDATA and PIs, nothing more, and is lenient everywhere else:
+    well-formedness stays libxml2's job (its errors come first). Every unfinished token is
+    resumed where it stopped, so trickled input costs linear time."""
+
+    __slots__ = (
+        "_base",
+        "_buffer",
+        "_checked",
+        "_depth",
+        "_ended",
+        "_max",
+        "_packet_start",
+        "_pos",
+        "_quote",
+        "_tag_open",
+        "_wait",
+    )
+
+    def __init__(self, max_packet_bytes: int) -> None:
+        self._max = max_packet_bytes
+        self._buffer = bytearray()  # the unfinished token (everything before is dropped)
+        self._base = 0  # stream offset of _buffer[0]
+        self._pos = 0  # where scanning resumes, in _buffer
+        self._checked = 0  # where looking for progress resumes, in _buffer
+        self._depth = 0
+        self._packet_start = 0  # stream offset where the current packet's bytes begin
+        self._ended = False
+        self._wait: bytes | None = None  # terminator of an unfinished comment, PI, end tag …
+        self._tag_open = False  # in a start tag; _pos is after its complete part
+        self._quote = 0  # in that tag's attribute value, delimited by this byte
+
+    def feed(self, chunk: bytes) -> tuple[int, RemoteProtocolError | None]:
+        """Scan `chunk`: how many of its bytes libxml2 may see, and the error to raise
+        once it has (None: all of them, no error)."""
+        if self._ended:
+            return len(chunk), None
+        chunk_start = self._base + len(self._buffer)
+        self._buffer += chunk
+        error: RemoteProtocolError | None = None
+        oversized = False
+        try:
+            self._scan()
+        except _Oversized:
+            oversized = True
+        except RemoteProtocolError as broken:
+            error = broken
+        if not self._ended and error is None and not oversized:
+            oversized = self._base + len(self._buffer) - self._packet_start > self._max
+        if self._pos:
+            del self._buffer[: self._pos]
+            self._base += self._pos
+            self._checked = max(self._checked - self._pos, 0)
+            self._pos = 0
+        if oversized:
+            # libxml2 sees the packet's allowed bytes only: it cannot complete in them.
+            error = RemoteProtocolError(f"packet exceeds {self._max} bytes")
+            return max(0, self._packet_start + self._max - chunk_start), error
+        return len(chunk), error
+
+    def _scan(self) -> None:
+        buffer = self._buffer
+        end = len(buffer)
+        while True:
+            if self._tag_open:
+                if not self._scan_start_tag(buffer, end):
+                    return
+            elif self._wait is not None:
+                found = buffer.find(self._wait, self._checked)
+                if found < 0:
+                    self._checked = max(self._pos, end - len(self._wait) + 1)
+                    return
+                after = found + len(self._wait)
+                end_tag = self._wait == b">"
+                self._wait = None
+                self._pos = self._checked = after
+                if end_tag:
+                    self._depth -= 1
+                    self._closed(after)
+            else:
+                if self._scan_simple(buffer):
+                    return
+                pos = buffer.find(_LT, self._pos)
+                if pos < 0:
+                    self._pos = end
+                    return
+                self._pos = pos
+                if end - pos < 2:
+                    return
+                marker = buffer[pos + 1]
+                if marker == _SLASH:
+                    self._wait, self._checked = b">", pos + 2
+                elif marker == _QUESTION:
+                    self._wait, self._checked = b"?>", pos + 2
+                elif marker == _BANG:
+                    if buffer.startswith(b"<!--", pos):
+                        self._wait, self._checked = b"-->", pos + 4
+                    elif buffer.startswith(b"<![CDATA[", pos):
+                        self._wait, self._checked = b"]]>", pos + 9
+                    elif b"<!--".startswith(buffer[pos:]) or b"<![CDATA[".startswith(buffer[pos:]):
+                        return
+                    else:
+                        raise RemoteProtocolError(
+                            f"broken XML: markup declaration in content ({_excerpt(buffer, pos)})"
+                        )
+                else:
+                    name = _TAG_NAME.match(buffer, pos)
+                    if name is None:
+                        raise RemoteProtocolError(
+                            f"broken XML: invalid start tag ({_excerpt(buffer, pos)})"
+                        )
+                    if name.end() == end:
+                        return  # the name may go on
+                    self._tag_open = True
+                    self._pos = self._checked = name.end()
+            if self._ended:
+                return
+
+    def _scan_simple(self, buffer: bytearray) -> bool:
+        """Consume complete plain tags fast; True once the document ended."""
+        match = _SIMPLE_TOKEN.match
+        pos = self._pos
+        while (token := match(buffer, pos)) is not None:
+            pos = token.end()
+            if token.group(1) is not None:  # end tag
+                self._depth -= 1
+            elif token.group(2) is None and token.group(3) is None:  # start tag
+                self._depth += 1
+                if self._depth == 1:
+                    self._packet_start = self._base + pos
+                continue
+            if self._depth <= 1:
+                self._pos = pos
+                self._closed(pos)
+                if self._ended:
+                    return True
+        self._pos = pos
+        return False
+
+    def _scan_start_tag(self, buffer: bytearray, end: int) -> bool:
+        """Advance through an open start tag; False when more bytes are needed."""
+        if self._quote:
+            close = buffer.find(self._quote, self._checked)
+            if close < 0:
+                self._checked = end
+                return False
+            self._quote = 0
+            self._pos = self._checked = close + 1
+        if _TAG_PROGRESS.search(buffer, self._checked) is None:
+            self._checked = end
+            return False
+        pos = self._pos
+        attribute = _ATTRIBUTE_START.match(buffer, pos)
+        if attribute is not None:
+            self._quote = buffer[attribute.end() - 1]
+            self._pos = self._checked = attribute.end()
+            return True
+        tag_end = _TAG_END.match(buffer, pos)
+        if tag_end is not None:
+            after = tag_end.end()
+            self._tag_open = False
+            self._pos = self._checked = after
+            if not tag_end.group(1):
+                self._depth += 1
+                if self._depth == 1:
+                    self._packet_start = self._base + after
+            else:
+                self._closed(after)
+            return True
+        if _TAG_REST_SO_FAR.fullmatch(buffer, pos) is not None:
+            self._checked = end
+            return False
+        raise RemoteProtocolError(
+            f"broken XML: malformed start tag, unexpected {_excerpt(buffer, pos)}"
+        )
+
+    def _closed(self, after: int) -> None:
+        """An element ended just before `after`; _depth is its parent's depth."""
+        if self._depth == 1:
+            end = self._base + after
+            if end - self._packet_start > self._max:
+                raise _Oversized
+            self._packet_start = end
+        elif self._depth <= 0:
+            self._ended = True
+
+
+def _excerpt(buffer: bytearray, pos: int) -> str:
+    return repr(bytes(buffer[pos : pos + 20]))
 
 
 class EndOfDocument:
@@ -51,6 +288,11 @@ class _Prolog:
         self.buffer = bytearray()
         self._pos = -1  # -1: the BOM check is still due
         self._search_from = 0  # where to resume looking for the end of an unfinished item
+
+    @property
+    def root_at(self) -> int:
+        """Where the root start tag begins in `buffer` (once `feed` returned True)."""
+        return self._pos
 
     def feed(self, chunk: bytes) -> bool:
         """Add bytes; True once the root start tag has begun. Raises RemoteProtocolError
@@ -116,8 +358,9 @@ class PacketReader:
         self._prolog: _Prolog | None = _Prolog()
         self._parser: etree.XMLPullParser | None = None
         self._depth = 0
+        self._namespaced = False  # an element of the current packet has a namespace
         self._root: etree._Element | None = None
-        self._pending_bytes = 0  # fed since the last completed packet
+        self._framing = _Framing(limits.max_packet_bytes)
         self._packets: deque[etree._Element | EndOfDocument] = deque()
         self._document_ended = False
         self._eof = False
@@ -173,15 +416,18 @@ class PacketReader:
                 self._error = error
 
     def _consume(self, chunk: bytes) -> None:
+        root_at = 0  # where the root start tag begins in chunk
         if self._parser is None:
-            assert self._prolog is not None
-            if not self._prolog.feed(chunk):
-                if len(self._prolog.buffer) > self._limits.max_packet_bytes:
+            prolog = self._prolog
+            assert prolog is not None
+            if not prolog.feed(chunk):
+                if len(prolog.buffer) > self._limits.max_packet_bytes:
                     raise RemoteProtocolError(
                         f"no root start tag within {self._limits.max_packet_bytes} bytes"
                     )
                 return
-            chunk = bytes(self._prolog.buffer)
+            chunk = bytes(prolog.buffer)
+            root_at = prolog.root_at
             self._prolog = None
             self._parser = etree.XMLPullParser(
                 events=("start", "end"),
@@ -196,17 +442,20 @@ class PacketReader:
                 remove_pis=True,
             )
         forbidden = _FORBIDDEN.search(chunk)
-        if forbidden is not None:
-            # Packets completed before it still count, as after any other broken XML.
-            self._feed(chunk[: forbidden.start()])
-            if self._document_ended:
-                return  # the byte is after the peer's end of document
-            code = chunk[forbidden.start()]
-            raise RemoteProtocolError(f"broken XML: character 0x{code:02X} is not allowed in XML")
-        self._feed(chunk)
+        usable = len(chunk) if forbidden is None else forbidden.start()
+        cut, error = self._framing.feed(chunk[root_at : max(usable, root_at)])
+        cut += root_at
+        if error is None and forbidden is not None:
+            code = chunk[usable]
+            error = RemoteProtocolError(f"broken XML: character 0x{code:02X} is not allowed in XML")
+            cut = usable
+        # Packets completed before an error still count, as after any other broken XML;
+        # libxml2's own errors in the same bytes come first.
+        self._feed(chunk[:cut])
+        if error is not None and not self._document_ended:
+            raise error
 
     def _feed(self, chunk: bytes) -> None:
-        self._pending_bytes += len(chunk)
         parser = self._parser
         assert parser is not None
         try:
@@ -217,10 +466,6 @@ class PacketReader:
                 return  # the error is in bytes after the peer's end of document
             raise RemoteProtocolError(f"broken XML: {error}") from None
         self._collect(parser)
-        if self._pending_bytes > self._limits.max_packet_bytes and not self._document_ended:
-            raise RemoteProtocolError(
-                f"packet exceeds {self._limits.max_packet_bytes} bytes without being completed"
-            )
 
     def _collect(self, parser: etree.XMLPullParser) -> None:
         max_depth = self._limits.max_depth
@@ -229,10 +474,16 @@ class PacketReader:
             element: etree._Element = item  # type: ignore[assignment]
             if event == "start":
                 self._depth += 1
+                tag = str(element.tag)
+                if tag[0] == "{":
+                    # XStream compares local names: a default namespace on the root
+                    # (<protocol xmlns="…">) must not make every packet unknown.
+                    self._namespaced = True
+                    tag = tag.rpartition("}")[2]
                 if self._depth == 1:
                     self._root = element
                 elif self._depth == 2 and self._check_packet_name is not None:
-                    self._check_packet_name(str(element.tag))
+                    self._check_packet_name(tag)
                 if self._depth > max_depth + 1:  # +1: the root is depth 0
                     raise RemoteProtocolError(
                         f"<{element.tag}> nested deeper than {max_depth} levels"
@@ -246,10 +497,11 @@ class PacketReader:
                     # packets: an endless stream must not grow the root.
                     root.remove(element)
                     root.text = None
+                if self._namespaced:
+                    _strip_namespaces(element)
+                    self._namespaced = False
                 self._packets.append(element)
-                self._pending_bytes = 0
             elif self._depth == 0:
                 self._packets.append(END_OF_DOCUMENT)
                 self._document_ended = True
                 self._incoming.clear()
-                self._pending_bytes = 0

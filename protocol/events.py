@@ -13,6 +13,14 @@ from typing import ClassVar, TypeAlias
 from engine.types import Move
 from protocol._xml import Attrs, Node, render
 
+# The one game this server plays: the `gameType` of `<join>`/`<prepare>` and the plugin id
+# in replay file names.
+GAME_TYPE = "swc_2026_piranhas"
+
+
+# Slot descriptors written out in full in Prepare.java_repr.
+MAX_REPR_SLOTS = 16
+
 
 def kotlin_str(value: str | None) -> str:
     return "null" if value is None else value
@@ -147,8 +155,13 @@ class Prepare(_Event):
         return ("prepare", attrs, children)
 
     def java_repr(self) -> str:
-        # Kotlin prints array properties of data classes with Arrays.toString.
-        slots = ", ".join(slot.java_repr() for slot in self.slots)
+        # Kotlin prints array properties of data classes with Arrays.toString. An official
+        # prepare has one or two slots; absurd counts are abbreviated so that refusing
+        # them (message, log line) costs little.
+        shown = [slot.java_repr() for slot in self.slots[:MAX_REPR_SLOTS]]
+        if len(self.slots) > MAX_REPR_SLOTS:
+            shown.append(f"… {len(self.slots) - MAX_REPR_SLOTS} more")
+        slots = ", ".join(shown)
         return (
             f"PrepareGameRequest(gameType={kotlin_str(self.game_type)}, "
             f"slotDescriptors=[{slots}], pause={kotlin_bool(self.pause)})"
@@ -211,18 +224,19 @@ class CancelRequest(_Event):
 
 @dataclass(frozen=True, slots=True)
 class MovePacket(_Event):
-    """`<room roomId><data class="move">`: a move for a room."""
+    """`<room roomId><data class="move">`: a move for a room. `room_id` is None when the
+    attribute is missing (the official server then answers "…room with id null")."""
 
-    room_id: str
+    room_id: str | None
     move: Move
     alias: ClassVar[str] = "room"
 
     def node(self) -> Node:
         data: Node = ("data", (("class", "move"),), move_children(self.move))
-        return ("room", (("roomId", self.room_id),), (data,))
+        return ("room", _attrs(("roomId", self.room_id)), (data,))
 
     def java_repr(self) -> str:
-        return f"RoomPacket(roomId={self.room_id}, data={self.move})"
+        return f"RoomPacket(roomId={kotlin_str(self.room_id)}, data={self.move})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,20 +245,21 @@ class RoomDataPacket(_Event):
     echoing `moveRequest`). `text` is the data's Kotlin toString for the official
     "Received non-move packet" message; `data_node` keeps the element for echoing."""
 
-    room_id: str
+    room_id: str | None
     data_class: str
     text: str
     data_node: Node | None = field(default=None, repr=False)
     alias: ClassVar[str] = "room"
 
     def node(self) -> Node:
+        attrs = _attrs(("roomId", self.room_id))
         if self.data_node is None and not self.data_class:
-            return ("room", (("roomId", self.room_id),), None)  # a <room> without data
+            return ("room", attrs, None)  # a <room> without data
         data = self.data_node or ("data", (("class", self.data_class),), None)
-        return ("room", (("roomId", self.room_id),), (data,))
+        return ("room", attrs, (data,))
 
     def java_repr(self) -> str:
-        return f"RoomPacket(roomId={self.room_id}, data={self.text})"
+        return f"RoomPacket(roomId={kotlin_str(self.room_id)}, data={self.text})"
 
 
 # Server → client packet aliases and their Java classes (sdk/…/sc/protocol/**): a client
@@ -327,6 +342,7 @@ ClientPacket: TypeAlias = (
 )
 
 __all__ = [
+    "GAME_TYPE",
     "RESPONSE_CLASSES",
     "Authenticate",
     "CancelRequest",

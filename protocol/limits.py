@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The defaults, named once: the server's settings start from them.
+DEFAULT_MAX_PACKET_BYTES = 65536
+DEFAULT_MAX_DEPTH = 16
+DEFAULT_MAX_ATTRIBUTE_BYTES = 16384
+
 
 @dataclass(frozen=True, slots=True)
 class ProtocolLimits:
@@ -12,9 +17,9 @@ class ProtocolLimits:
     growing our memory. `max_depth` bounds element nesting (the root is depth 0, a packet
     depth 1; a memento needs 6). `max_attribute_bytes` bounds one attribute value we read."""
 
-    max_packet_bytes: int = 65536
-    max_depth: int = 16
-    max_attribute_bytes: int = 16384
+    max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
+    max_depth: int = DEFAULT_MAX_DEPTH
+    max_attribute_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES
 
     def __post_init__(self) -> None:
         if self.max_packet_bytes < 1 or self.max_depth < 1 or self.max_attribute_bytes < 1:

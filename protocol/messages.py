@@ -8,11 +8,13 @@ inside a `<protocol>` stream.
 from __future__ import annotations
 
 import functools
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 from engine.types import FieldState, Move, Team
-from protocol._xml import INDENT, Node, escape_attr, render, render_standalone
+from protocol._xml import INDENT, Node, escape_attr, escape_text, render, render_standalone
 from protocol.errors import LocalProtocolError
 from protocol.events import ClientPacket, StreamEnd, kotlin_bool, move_children
 
@@ -148,9 +150,18 @@ class ResultMessage(_Message):
         )
 
 
+# An errorpacket answers absurd input cheaply: its message and its echo of the request are
+# each cut to about this many characters of XML (official-sized errors are far below it, so
+# they stay byte-identical). Without the cut a refused <prepare> with 9,000 <slot/>s (63 KB)
+# was answered with 1.16 MB.
+MAX_ECHO_CHARS = 4096
+_CUT_MARK = "…"
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorPacket(_Message):
-    """Lobby-level error, echoing the request that caused it (§3.9)."""
+    """Lobby-level error, echoing the request that caused it (§3.9). The message and the
+    echo are each bounded by MAX_ECHO_CHARS (abbreviated with "…" beyond it)."""
 
     message: str
     original_request: ClientPacket | None = None
@@ -163,8 +174,52 @@ class ErrorPacket(_Message):
             raise LocalProtocolError("the end of a stream cannot be echoed in an errorpacket")
         else:
             _, attrs, content = original.node()
-            children = (("originalRequest", (("class", original.alias), *attrs), content),)
-        return ("errorpacket", (("message", self.message),), children)
+            echo: Node = ("originalRequest", (("class", original.alias), *attrs), content)
+            children = (_bounded(echo, MAX_ECHO_CHARS)[0],)
+        message = _fit(self.message, MAX_ECHO_CHARS, escape_attr)
+        return ("errorpacket", (("message", message),), children)
+
+
+def _fit(value: str, budget: int, escape: Callable[[str], str]) -> str:
+    """`value`, cut (and marked) so that its escaped form takes at most `budget` chars."""
+    if len(value) <= budget // 8 or len(escape(value)) <= budget:
+        return value  # the usual case; no character escapes to more than 8
+    room = budget - len(_CUT_MARK)
+    kept: list[str] = []
+    for char in value:
+        room -= len(escape(char))
+        if room < 0:
+            break
+        kept.append(char)
+    return "".join(kept) + _CUT_MARK
+
+
+def _bounded(node: Node, budget: int) -> tuple[Node, int]:
+    """`node` abbreviated to about `budget` rendered characters, and its size estimate:
+    long attribute values and texts are cut, children beyond the budget are left out."""
+    tag, attrs, content = node
+    used = 2 * len(tag) + 6
+    kept_attrs: list[tuple[str, str]] = []
+    for name, value in attrs:
+        value = _fit(value, max(budget - used - len(name) - 4, 0), escape_attr)
+        used += len(name) + 4 + len(escape_attr(value))
+        kept_attrs.append((name, value))
+    if isinstance(content, str):
+        text = _fit(content, max(budget - used, 0), escape_text)
+        return (tag, tuple(kept_attrs), text), used + len(escape_text(text))
+    if not content:
+        return (tag, tuple(kept_attrs), content), used
+    children: list[Node] = []
+    for child in content:
+        room = budget - used
+        if room <= 0:
+            break
+        small, size = _bounded(child, room)
+        if size > room:
+            break
+        children.append(small)
+        used += size + 2  # line break and indentation, roughly
+    return (tag, tuple(kept_attrs), tuple(children) or None), used
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,8 +334,12 @@ def board_xml(rows: list[list[FieldState]], depth: int) -> str:
 # The same state goes to both players, the observers and the replay: remember the last
 # few renderings. GameState is immutable with value semantics; the rendered attributes are
 # part of the key too, so the cache stays right even if state equality ever ignores them.
+# The trio thread and the replay-writer threads share it: the lock keeps "evict the oldest"
+# atomic (two threads evicting the same key used to raise KeyError). Rendering happens
+# outside the lock.
 _STATE_CACHE: dict[tuple[object, ...], str] = {}
 _STATE_CACHE_SIZE = 32
+_STATE_CACHE_LOCK = threading.Lock()
 
 
 def state_xml(state: GameState, depth: int) -> str:
@@ -289,9 +348,10 @@ def state_xml(state: GameState, depth: int) -> str:
     xml = _STATE_CACHE.get(key)
     if xml is None:
         xml = _render_state(state, depth)
-        if len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
-            del _STATE_CACHE[next(iter(_STATE_CACHE))]
-        _STATE_CACHE[key] = xml
+        with _STATE_CACHE_LOCK:
+            while len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
+                del _STATE_CACHE[next(iter(_STATE_CACHE))]
+            _STATE_CACHE[key] = xml
     return xml
 
 
@@ -324,6 +384,7 @@ def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
 
 
 __all__ = [
+    "MAX_ECHO_CHARS",
     "SCORE_FRAGMENTS",
     "CloseConnection",
     "ErrorPacket",

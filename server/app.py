@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator, Sequence
 import structlog
 import trio
 
+from protocol import GAME_TYPE
 from server.config import Settings, with_start_state
 from server.connection import CLOSE_GRACE, Connection
-from server.lobby import GAME_TYPE, SHUTDOWN_REASON, Lobby
+from server.lobby import SHUTDOWN_REASON, Lobby
 from server.recorder import GameSink, Recorder
 
 log = structlog.get_logger("server.app")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 from engine import GameState
+from protocol.limits import DEFAULT_MAX_PACKET_BYTES
 from server.replays import ReplayLoadError, load_start_state
 
 PROPERTIES_FILE = "server.properties"
@@ -47,7 +48,7 @@ class Settings:
     idle_timeout: float = 600.0
     reservation_ttl: float = 3600.0
     game_wall_clock_limit: float = 3600.0
-    max_packet_bytes: int = 65536
+    max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
     send_buffer_messages: int = 1000
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
@@ -361,7 +362,7 @@ _OPTIONS = (
         "maxPacketBytes",
         ("--max-packet-bytes", "--maxPacketBytes"),
         _positive_int(1024),
-        "largest accepted client packet in bytes (default 65536)",
+        f"largest accepted client packet in bytes (default {DEFAULT_MAX_PACKET_BYTES})",
         "N",
     ),
     _Option(

@@ -33,6 +33,7 @@ from engine import (
     game_result,
 )
 from protocol.events import (
+    GAME_TYPE,
     Authenticate,
     CancelRequest,
     ClientPacket,
@@ -46,6 +47,7 @@ from protocol.events import (
     ResponsePacket,
     RoomDataPacket,
     StepRequest,
+    kotlin_str,
 )
 from protocol.messages import (
     ErrorPacket,
@@ -68,7 +70,6 @@ from server.timers import Timer, Timers
 
 log = structlog.get_logger("server.lobby")
 
-GAME_TYPE = "swc_2026_piranhas"
 MAX_SLOTS = 2
 
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"
@@ -517,7 +518,7 @@ class Lobby:
         room = self.rooms.get(room_id) if room_id is not None else None
         if room is None:
             raise ClientError(
-                f"{_ROOM_EXCEPTION}: Couldn't find a room with id {room_id or 'null'}"
+                f"{_ROOM_EXCEPTION}: Couldn't find a room with id {kotlin_str(room_id)}"
             )
         return room
 

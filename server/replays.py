@@ -23,12 +23,13 @@ import structlog
 
 from engine import BOARD_SIZE, GameState
 from protocol.errors import RemoteProtocolError
+from protocol.events import GAME_TYPE
 from protocol.messages import Memento, ResultMessage, RoomError
 from protocol.replay import MAX_REPLAY_BYTES, read_replay, write_replay
 
 log = structlog.get_logger("server.replays")
 
-PLUGIN_ID = "swc_2026_piranhas"
+PLUGIN_ID = GAME_TYPE
 # Most file systems limit a file name to 255 bytes; names are cut to keep well below that
 # (with room for the suffix and the temporary file's decoration).
 _MAX_NAME_BYTES = 80

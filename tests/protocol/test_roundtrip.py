@@ -20,6 +20,7 @@ from engine import (
 )
 from protocol import NEED_DATA, ClientConnection, RemoteProtocolError, ServerConnection
 from protocol.events import (
+    GAME_TYPE,
     Authenticate,
     CancelRequest,
     ClientPacket,
@@ -162,7 +163,7 @@ def test_result_without_winner_reads_as_the_official_tie() -> None:
 
 CLIENT_PACKETS: list[ClientPacket] = [
     Join(),
-    Join("swc_2026_piranhas"),
+    Join(GAME_TYPE),
     JoinPrepared("c"),
     JoinRoom("r"),
     Authenticate("pässword <&>"),

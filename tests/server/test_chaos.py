@@ -46,6 +46,7 @@ import server.app as app_module
 from engine import Direction, GameResult, GameState, Move, Team
 from protocol import NEED_DATA, ClientConnection, RemoteProtocolError
 from protocol.events import (
+    GAME_TYPE,
     Authenticate,
     CancelRequest,
     ClientPacket,
@@ -272,7 +273,7 @@ async def join(bot: Bot, rng: random.Random) -> bool:
             return False
         # The room expired or was cancelled meanwhile: its codes are gone.
         assert "Couldn't find a reservation" in answer.message, answer
-    if not await bot.send(Join(rng.choice([None, "swc_2026_piranhas"]))):
+    if not await bot.send(Join(rng.choice([None, GAME_TYPE]))):
         return False
     answer = await bot.until(lambda m: isinstance(m, Joined | ErrorPacket))
     if isinstance(answer, Joined):
@@ -693,9 +694,7 @@ async def admin(world: World, rng: random.Random) -> None:
                     SlotDescriptor(rng.choice(NAMES), rng.random() < 0.8, rng.random() < 0.8)
                     for _ in range(rng.choice([1, 2, 2, 2]))
                 )
-                packets = [
-                    Prepare(rng.choice([None, "swc_2026_piranhas"]), rng.random() < 0.5, slots)
-                ]
+                packets = [Prepare(rng.choice([None, GAME_TYPE]), rng.random() < 0.5, slots)]
             elif action < 0.45:
                 packets = [Observe(rng.choice(rooms))]
             elif action < 0.6:

@@ -14,6 +14,7 @@ import trio
 from engine import Direction, GameState, Move, Team, ViolationKind
 from protocol import ServerConnection
 from protocol.events import (
+    GAME_TYPE,
     Authenticate,
     CancelRequest,
     Join,
@@ -87,7 +88,7 @@ class World:
         self, *, pause: bool = False, names: tuple[str, ...] = ("a", "b")
     ) -> tuple[str, tuple[str, ...]]:
         slots = tuple(SlotDescriptor(name, True, True) for name in names)
-        self.send(self.admin, Prepare("swc_2026_piranhas", pause, slots))
+        self.send(self.admin, Prepare(GAME_TYPE, pause, slots))
         prepared = self.admin.messages[-1]
         assert isinstance(prepared, Prepared)
         return prepared.room_id, prepared.reservations

@@ -8,6 +8,7 @@ from pathlib import Path
 import trio
 
 from engine import Direction, GameState, Move, MoveMistake, Team
+from protocol import GAME_TYPE
 from protocol.events import (
     Authenticate,
     Join,
@@ -29,7 +30,6 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from protocol.replay import read_replay
-from server.lobby import GAME_TYPE
 
 from .conftest import FakePeer, Harness
 
@@ -357,3 +357,24 @@ async def test_replay_holds_player_mementos_rule_error_and_result(
     assert (replay.result.winner, replay.result.reason) == (sent.winner, sent.reason)
     assert [score for _, score in replay.result.scores] == [score for _, score in sent.scores]
     assert data.count(b'<data class="error"') == 1
+
+
+async def test_move_without_room_id_is_answered_like_the_official_server(make_harness) -> None:
+    # `<room>` without roomId reads as null: "Couldn't find a room with id null", and the
+    # connection and the game go on (protocol §3.9).
+    harness, one, _two, room_id = await start_game(make_harness)
+    move = one.last_state().legal_moves()[0]
+    harness.send(one, MovePacket(None, move))
+    error = one.messages[-1]
+    assert error == ErrorPacket(
+        "sc.api.plugins.exceptions.GameRoomException: Couldn't find a room with id null",
+        MovePacket(None, move),
+    )
+    harness.send(one, RoomDataPacket(None, "moveRequest", "x"))
+    assert one.messages[-1] == ErrorPacket(
+        "sc.api.plugins.exceptions.GameRoomException: Couldn't find a room with id null",
+        RoomDataPacket(None, "moveRequest", "x"),
+    )
+    harness.move(one, room_id, move)
+    assert one.last_state().turn == 1
+    assert room_id in harness.lobby.rooms

@@ -7,6 +7,7 @@ import pytest
 
 from engine import Team, ViolationKind
 from protocol.events import (
+    GAME_TYPE,
     Authenticate,
     CancelRequest,
     ClientPacket,
@@ -50,7 +51,7 @@ def prepare(
     harness: Harness, admin: FakePeer, *, pause: bool = False, names: tuple[str, ...] = ("a", "b")
 ) -> tuple[str, tuple[str, ...]]:
     slots = tuple(SlotDescriptor(name, True, True) for name in names)
-    harness.send(admin, Prepare("swc_2026_piranhas", pause, slots))
+    harness.send(admin, Prepare(GAME_TYPE, pause, slots))
     prepared = admin.messages[-1]
     assert isinstance(prepared, Prepared)
     return prepared.room_id, prepared.reservations
@@ -92,7 +93,7 @@ async def test_without_a_configured_password_nobody_is_admin(make_harness) -> No
 @pytest.mark.parametrize(
     "request_packet",
     [
-        Prepare("swc_2026_piranhas", False, (SlotDescriptor("a", True, True),)),
+        Prepare(GAME_TYPE, False, (SlotDescriptor("a", True, True),)),
         Observe("r"),
         PauseRequest("r", True),
         StepRequest("r", True),
@@ -115,9 +116,9 @@ async def test_admin_requests_need_authentication(make_harness, request_packet) 
 @pytest.mark.parametrize(
     ("packet", "fragment"),
     [
-        (Prepare("swc_2026_piranhas", False, ()), "at least one"),
-        (Prepare("swc_2026_piranhas", False, (SlotDescriptor("a", True, True),) * 3), "at most 2"),
-        (Prepare("hase", False, (SlotDescriptor("a", True, True),)), "swc_2026_piranhas"),
+        (Prepare(GAME_TYPE, False, ()), "at least one"),
+        (Prepare(GAME_TYPE, False, (SlotDescriptor("a", True, True),) * 3), "at most 2"),
+        (Prepare("hase", False, (SlotDescriptor("a", True, True),)), GAME_TYPE),
         (CancelRequest(None), "roomId"),
         (Observe("missing"), "Couldn't find a room with id missing"),
         (PauseRequest("missing", True), "Couldn't find a room with id missing"),

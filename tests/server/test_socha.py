@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from engine import GameResult, Team
-from protocol import ClientConnection, NeedData
+from protocol import GAME_TYPE, ClientConnection, NeedData
 from protocol.events import Authenticate, Observe, Prepare, SlotDescriptor
 from protocol.messages import Left, Memento, Observed, Prepared, ResultMessage, ServerMessage
 from protocol.replay import read_replay
@@ -29,7 +29,6 @@ pytestmark = pytest.mark.socha
 REPO = Path(__file__).resolve().parents[2]
 BOT = REPO / "tests" / "bots" / "random_bot.py"
 BIN = Path(sys.executable).parent
-GAME_TYPE = "swc_2026_piranhas"
 GAME_LIMIT = 60  # seconds for one socha game, which normally takes about 6 s
 
 
