@@ -6,6 +6,7 @@ import argparse
 import os
 import shlex
 import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -294,6 +295,8 @@ def player_command(text: str, flag: str) -> list[str]:
         raise MatchError(f"{flag}: cannot parse {text!r}: {error}") from None
     if not argv:
         raise MatchError(f"{flag}: the player command is empty")
+    if argv[0].startswith(BUILTIN):
+        return builtin_command(argv, flag)
     if len(argv) == 1 and argv[0].endswith(".jar"):
         if not Path(argv[0]).is_file():
             raise MatchError(f"{flag}: {argv[0]}: no such file")
@@ -302,6 +305,22 @@ def player_command(text: str, flag: str) -> list[str]:
         what = "not executable" if Path(argv[0]).exists() else "not found"
         raise MatchError(f"{flag}: command {argv[0]!r} {what} (from {text!r})")
     return argv
+
+
+BUILTIN = "builtin:"
+
+
+def builtin_command(argv: list[str], flag: str) -> list[str]:
+    """`builtin:NAME [OPTIONS]`: the built-in bot NAME as a process, `piranhas-bot --bot
+    NAME OPTIONS` (run with this interpreter, so no PATH lookup), e.g.
+    `builtin:search --budget 0.2`. A process like any bot: the same launcher, logs,
+    timeouts and reproducers."""
+    from bots.players import BOT_NAMES
+
+    name = argv[0].removeprefix(BUILTIN)
+    if name not in BOT_NAMES:
+        raise MatchError(f"{flag}: unknown built-in bot {name!r} (known: {', '.join(BOT_NAMES)})")
+    return [sys.executable, "-m", "bots.cli", "--bot", name, *argv[1:]]
 
 
 def distinct_names(name1: str, name2: str) -> tuple[str, str]:
