@@ -35,8 +35,9 @@ from pathlib import Path
 
 import trio
 
+from engine import GameState
 from runner.display import Display, display_for
-from runner.game import Observation, Server
+from runner.game import GameSpec, Observation, Server, Watcher
 from runner.ndjson import EventLog, read_resume
 from runner.options import PROGRAM, MatchError, Options, parse_options
 from runner.reproduce import write_reproducer
@@ -120,7 +121,13 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
                         )
 
                     schedule = Schedule(
-                        options, match, server, record, done=done, counted=events.stats
+                        options,
+                        match,
+                        server,
+                        record,
+                        done=done,
+                        counted=events.stats,
+                        watch=board_drawer(match) if options.show_board else None,
                     )
                     await schedule.play()
                     match_nursery.cancel_scope.cancel()  # the signal watcher
@@ -133,6 +140,24 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
         return ExitCode.INTERRUPTED
     decision = match.sprt_status()
     return ExitCode.OK if decision is None else decision.exit_code
+
+
+def board_drawer(match: Match) -> Watcher:
+    """Draws each observed state with bots.render (the move just made highlighted)."""
+    from bots.render import render, use_colour
+
+    colour = use_colour(match.out)
+    previous: dict[int, GameState] = {}
+
+    def draw(spec: GameSpec, state: GameState) -> None:
+        one, two = spec.names[spec.one], spec.names[1 - spec.one]
+        board = render(state, colour=colour, previous=previous.get(spec.number))
+        previous[spec.number] = state
+        match.say(
+            f"board of game {spec.number}, turn {state.turn}: {one} (ONE) vs {two} (TWO)\n{board}"
+        )
+
+    return draw
 
 
 def reproducer_for(

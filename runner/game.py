@@ -11,7 +11,7 @@ import contextlib
 import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,6 +95,9 @@ class Exited:
 
 Event = Received | ServerGone | Exited
 
+# Sees every state the observer receives (e.g. to draw the board).
+Watcher = Callable[[GameSpec, GameState], None]
+
 
 def refusal(packet: ErrorPacket, server: Server) -> MatchError:
     """The MatchError for a refused admin request."""
@@ -129,6 +132,7 @@ async def play_game(
     server: Server,
     log_dir: Path,
     game_limit: float,
+    watch: Watcher | None = None,
 ) -> Observation:
     """Prepare a room, start both players, observe the game to its end and make sure both
     players are gone afterwards. Raises MatchError when a player dies during the game, the
@@ -168,7 +172,7 @@ async def play_game(
                     log_path(log_dir, name, spec.number),
                 )
                 nursery.start_soon(_watch, players[player], player, send_events)
-            observed = await _observe(spec, server, room, log_dir, events, game_limit)
+            observed = await _observe(spec, server, room, log_dir, events, game_limit, watch)
             with trio.move_on_after(PROCESS_EXIT_WAIT):
                 for running in players.values():
                     await running.wait()
@@ -233,6 +237,7 @@ async def _observe(
     log_dir: Path,
     events: trio.MemoryReceiveChannel[Event],
     game_limit: float,
+    watch: Watcher | None = None,
 ) -> Observation:
     """Read the room's messages until its result and `<left>`. Raises MatchError when a
     player process dies during the game or the game takes longer than `game_limit`."""
@@ -276,6 +281,8 @@ async def _observe(
             if turn is None and spec.seed is not None:
                 seeded_board = message.state.rows() == GameState.initial(spec.seed).rows()
             turn = message.state.turn
+            if watch is not None:
+                watch(spec, message.state)
         elif isinstance(message, ResultMessage):
             result = message
             # A player whose process ended before the observer saw the result may have had

@@ -15,6 +15,8 @@ from runner.stats import Sprt
 from server.config import DEFAULT_PASSWORD, PROPERTIES_FILE, ConfigError, load_settings
 
 PROGRAM = "piranhas-match"
+DEMO_PLAYERS = ("builtin:search --budget 0.3", "builtin:greedy")
+DEMO_GAMES = 2
 
 
 class MatchError(Exception):
@@ -46,6 +48,7 @@ class Options:
     sprt: Sprt | None = None  # stop early when it accepts a hypothesis
     reproducers: Path | None = None  # None: DIR/reproducers next to the bot logs
     no_reproducers: bool = False
+    show_board: bool = False  # draw every observed state
 
     @property
     def reproducer_dir(self) -> Path:
@@ -80,8 +83,23 @@ def build_parser() -> argparse.ArgumentParser:
             "The starting side alternates: player1 moves first in games 1, 3, 5, ..."
         ),
     )
-    parser.add_argument("--player1", required=True, metavar="COMMAND", help="first bot command")
-    parser.add_argument("--player2", required=True, metavar="COMMAND", help="second bot command")
+    parser.add_argument(
+        "--player1",
+        metavar="COMMAND",
+        help="first bot command (builtin:random|greedy|search [OPTIONS] for a built-in bot)",
+    )
+    parser.add_argument("--player2", metavar="COMMAND", help="second bot command")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help=f"watch the built-in bots play: {DEMO_PLAYERS[0]!r} against {DEMO_PLAYERS[1]!r}, "
+        f"{DEMO_GAMES} games on this process's server, the board drawn after every move",
+    )
+    parser.add_argument(
+        "--show-board",
+        action="store_true",
+        help="draw the board after every move (the observer's view; best with --concurrency 1)",
+    )
     parser.add_argument(
         "--games",
         "-t",
@@ -219,6 +237,20 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
     """Raises SystemExit (argparse) for unusable options, MatchError for bad values.
     `threads`: the hardware threads to plan for (default: this machine's)."""
     arguments = build_parser().parse_args(list(argv))
+    if arguments.demo:
+        for index, flag in enumerate(("player1", "player2")):
+            if getattr(arguments, flag) is None:
+                setattr(arguments, flag, DEMO_PLAYERS[index])
+                name = "name1" if index == 0 else "name2"
+                if getattr(arguments, name) == flag:  # the default name: say which bot
+                    setattr(arguments, name, DEMO_PLAYERS[index].split()[0].split(":")[1])
+        if "--games" not in argv and "-t" not in argv and "--tests" not in argv:
+            arguments.games = DEMO_GAMES
+        arguments.concurrency = 1
+        arguments.show_board = True
+    for flag in ("player1", "player2"):
+        if getattr(arguments, flag) is None:
+            raise MatchError(f"--{flag} is required (or --demo)")
     if arguments.games < 1:
         raise MatchError(f"--games must be at least 1, got {arguments.games}")
     if arguments.port is None and (arguments.host is not None or arguments.password is not None):
@@ -283,6 +315,7 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         sprt=sprt,
         reproducers=arguments.reproducers,
         no_reproducers=arguments.no_reproducers,
+        show_board=arguments.show_board,
     )
 
 

@@ -14,7 +14,7 @@ import trio
 
 from client import ClientSession, ConnectionClosed
 from engine import ROUND_LIMIT
-from runner.game import GameSpec, Observation, Server, play_game
+from runner.game import GameSpec, Observation, Server, Watcher, play_game
 from runner.options import MatchError, Options
 from runner.players import PlayerLauncher, ProcessLauncher
 from runner.scores import Match, first_player
@@ -58,6 +58,7 @@ class Schedule:
         *,
         done: frozenset[int] = frozenset(),
         counted: Callable[[Match], None] | None = None,
+        watch: Watcher | None = None,
     ) -> None:
         """`record` is awaited for each finished game before it is counted, `counted` is
         called after; game numbers in `done` were played by an earlier run (--resume)."""
@@ -70,6 +71,7 @@ class Schedule:
             ProcessLauncher(options.commands[1]),
         )
         self.counted = counted
+        self.watch = watch
         self.pending = [index for index in range(options.games) if index + 1 not in done]
         self.paired = options.seed is not None  # until the server shows it ignores seeds
         self.decided: SprtStatus | None = None  # the SPRT's decision, once made
@@ -127,7 +129,13 @@ class Schedule:
                 index = self.pending.pop(0)
                 spec = game_spec(self.options, index, paired=self.paired)
                 observation = await play_game(
-                    spec, self.launchers, admin, server, self.options.log_dir, self.game_limit
+                    spec,
+                    self.launchers,
+                    admin,
+                    server,
+                    self.options.log_dir,
+                    self.game_limit,
+                    self.watch,
                 )
                 if observation.seeded_board is False and self.paired:
                     self.paired = False

@@ -100,3 +100,20 @@ async def test_search_beats_greedy_significantly(tmp_path: Path) -> None:
     stats = final_stats(tmp_path / "e.jsonl")
     assert stats["los"] >= 0.95, stats
     assert stats["wins"] > stats["losses"]
+
+
+async def test_demo_draws_the_board_of_every_move(tmp_path: Path) -> None:
+    # --demo with a faster first player than the default search (the drawing is the point).
+    run = await run_match(
+        tmp_path, "--demo", "--games", "1", "--player1", "builtin:greedy", limit=60
+    )
+    assert run.status == 0, run.stderr
+    assert len(game_lines(run.stdout)) == 1
+    turns = [
+        int(text.split("turn ")[1].split(":")[0])
+        for text in run.stdout.splitlines()
+        if text.startswith("board of game 1, turn ")
+    ]
+    assert turns[0] == 0 and turns == list(range(len(turns)))  # every state, in order
+    assert "player1 (ONE) vs greedy (TWO)" in run.stdout  # the default name of the second
+    assert "     0   1   2   3   4   5   6   7   8   9" in run.stdout  # bots.render's board
