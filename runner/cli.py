@@ -118,6 +118,7 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
                             server_move_ms=None if game is None else list(game.move_ms),
                             loss=loss,
                             reproducer=reproducer,
+                            phases=observation.phases,
                         )
 
                     schedule = Schedule(

@@ -75,6 +75,8 @@ class Observation:
     crashed: dict[int, int | None] = field(default_factory=dict)
     # The server's own record of the game (in-process server only).
     server_game: FinishedGame | None = None
+    # Seconds per phase of the game's slot (runner.game.play_game): where the wall time went.
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ async def play_game(
     game hangs longer than `game_limit` s, or the server refuses or goes away. A player
     whose process dies during the game (the server ends it: the player left) is no error:
     it lost, and `Observation.crashed` says so."""
+    began = trio.current_time()
     slot_players = (spec.one, 1 - spec.one)
     slots = tuple(
         SlotDescriptor(spec.names[player], spec.can_timeout[player], True)
@@ -155,6 +158,8 @@ async def play_game(
     except trio.TooSlowError:
         raise MatchError(f"the server did not answer within {ANSWER_TIMEOUT:g} s") from None
 
+    prepared_at = trio.current_time()
+    launched_at = ended_at = exited_at = math.nan
     players: dict[int, RunningPlayer] = {}
     killed: set[int] = set()
     observed: Observation | None = None
@@ -172,10 +177,13 @@ async def play_game(
                     log_path(log_dir, name, spec.number),
                 )
                 nursery.start_soon(_watch, players[player], player, send_events)
+            launched_at = trio.current_time()
             observed = await _observe(spec, server, room, log_dir, events, game_limit, watch)
+            ended_at = trio.current_time()
             with trio.move_on_after(PROCESS_EXIT_WAIT):
                 for running in players.values():
                     await running.wait()
+            exited_at = trio.current_time()
         finally:
             if observed is None:
                 # A crash, a hang or Ctrl+C: the room must not wait for players that are gone.
@@ -190,6 +198,15 @@ async def play_game(
                 if await running.stop():
                     killed.add(player)
             nursery.cancel_scope.cancel()  # the reader and the watchers
+    first_state = observed.phases.pop("first_state", launched_at)
+    observed.phases = {
+        "prepare": prepared_at - began,  # runner: prepare and observe the room
+        "launch": launched_at - prepared_at,  # runner: start the bot processes
+        "startup": first_state - launched_at,  # bots: connect and join
+        "game": ended_at - first_state,  # the game, to the room's <left>
+        "exit": exited_at - ended_at,  # bots: exit after the game
+        "cleanup": trio.current_time() - exited_at,  # runner: reap, stop leftovers
+    }
     summary = observed.summary
     # The server may notice a crashed bot's closed socket (and end the game with a result)
     # before we see the process exit: a bot whose process ended by itself and whose leaving
@@ -293,7 +310,10 @@ async def _observe(
     seed = spec.seed if seeded_board else None
     summary = GameSummary(number, spec.one, room, result.result, turn, seed)
     move_ms = [(b - a) * 1000 for a, b in itertools.pairwise(state_times)]
-    return Observation(summary, packets, started, seeded_board, move_ms)
+    observation = Observation(summary, packets, started, seeded_board, move_ms)
+    if state_times:
+        observation.phases["first_state"] = state_times[0]
+    return observation
 
 
 def _crashed(

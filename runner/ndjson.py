@@ -11,7 +11,9 @@ Events (every one has `event` and `time`, ISO 8601 UTC):
   `schwarmgroesse` (slot order), `turn`, `move_ms` (the observer's time between consecutive
   states: a move's time as the runner saw it), `replay` (path or null), `notes`;
   `server_move_ms` (the server's own measurement, in-process server only, else null),
-  `irregular_loss` ({`player`, `kind`} or null), `reproducer` (its folder or null);
+  `irregular_loss` ({`player`, `kind`} or null), `reproducer` (its folder or null),
+  `phases_ms` (where the game's wall time went: `prepare`, `launch`, `cleanup` are the
+  runner's; `startup`, `exit` the bots'; `game` the game itself);
 - `stats`: player1's `wins`, `draws`, `losses`, `siegpunkte` [player1, player2], `elo`,
   `elo_error` (95 %), `nelo`, `nelo_error`, `los`, `draw_ratio` (null when not finite) and,
   with paired boards, the `pentanomial` counts over finished pairs [LL, LD, DD+WL, WD, WW]
@@ -94,6 +96,7 @@ class EventLog:
         server_move_ms: list[float] | None = None,
         loss: tuple[int, str] | None = None,
         reproducer: Path | None = None,
+        phases: dict[str, float] | None = None,
     ) -> None:
         """One finished game."""
         result = summary.result
@@ -117,6 +120,7 @@ class EventLog:
             server_move_ms=server_move_ms,
             irregular_loss=None if loss is None else {"player": names[loss[0]], "kind": loss[1]},
             reproducer=None if reproducer is None else str(reproducer),
+            phases_ms={name: round(seconds * 1000, 3) for name, seconds in (phases or {}).items()},
             replay=None if replay is None else str(replay),
             notes=summary.notes,
         )
