@@ -54,6 +54,7 @@ from runner.timing import CRASH, ServerGames, violation_kind
 STATE_FILE = "state.xml"
 CASE_FILE = "reproducer.json"
 BOT_LOG_TAIL = 15  # lines of the bot's output shown
+EXIT_GRACE = 3.0  # for the server's result after the bot's process ended
 
 
 @dataclass(frozen=True)
@@ -251,10 +252,13 @@ async def _reproduce(
                 if team is Team.TWO:
                     await standin.join()
                 bot = await start_bot(command, case.cwd, port, bot_log)
-                if team is Team.ONE:
-                    await wait_joined(admin)
-                    await standin.join()
-                await play(standin, bot, team, answer, admin)
+                async with trio.open_nursery() as game_nursery:
+                    game_nursery.start_soon(gone_early, bot, answer, game_nursery.cancel_scope)
+                    if team is Team.ONE:
+                        await wait_joined(admin)
+                        await standin.join()
+                    await play(standin, bot, team, answer, admin)
+                    game_nursery.cancel_scope.cancel()
             # The server's record has the violation itself, and the move's time as it
             # measured it; it is written before <left>, which ended play().
             game = games.take_any()
@@ -301,6 +305,20 @@ async def start_bot(command: list[str], cwd: str, port: int, log: Path) -> Proce
         except OSError as error:
             raise MatchError(f"cannot start {shlex.join(argv)}: {error}") from None
     return ProcessPlayer(process)
+
+
+async def gone_early(bot: ProcessPlayer, answer: Answer, scope: trio.CancelScope) -> None:
+    """A bot that ends and leaves no game (it never joined: a bot that insists on a
+    reservation, a typo) ends the reproduction after a grace for the server's result."""
+    status = await bot.wait()
+    await trio.sleep(EXIT_GRACE)
+    if answer.kind is None and answer.move is None:
+        answer.exit_status = status
+        answer.reason = (
+            f"the bot exited (status {status}) without playing: it must join without a "
+            "reservation (--host H --port P only); see its output"
+        )
+        scope.cancel()
 
 
 async def wait_joined(admin: ClientSession) -> None:
@@ -409,7 +427,7 @@ def main(argv: Sequence[str]) -> int:
         say(f"answer: {answer.kind}")
     if answer.reason:
         say(f"reason: {answer.reason}")
-    if answer.kind is not None:
+    if answer.kind is not None or answer.move is None:
         say(f"bot output (last lines of {folder / 'repro-bot.log'}):")
         for line in tail(folder / "repro-bot.log"):
             say(f"  {line}")

@@ -84,6 +84,11 @@ class Schedule:
     async def play(self) -> None:
         """Play every game; raises MatchError on the first failure (the other games are
         cancelled and their players stopped)."""
+        decision = self.match.sprt_status()
+        if decision is not None and decision is not SprtStatus.CONTINUE:
+            self.match.say(f"SPRT: {decision.value} accepted already by the resumed games")
+            self.decided = decision
+            return
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery

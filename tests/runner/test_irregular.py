@@ -5,6 +5,7 @@ position it failed in (`piranhas-match reproduce DIR`)."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,21 @@ def test_reproduce_refuses_a_folder_without_a_case(tmp_path: Path) -> None:
     from runner.cli import main
 
     assert main(["reproduce", str(tmp_path)]) == 2
+
+
+async def test_reproducer_says_when_the_bot_will_not_join(tmp_path: Path) -> None:
+    (tmp_path / "server.properties").write_text(LIMITS)
+    run = await run_match(
+        tmp_path,
+        *("--player1", f"{FAST_BOT} --illegal-at-turn 0", "--player2", FAST_BOT),
+        *("--games", "1"),
+        limit=40,
+    )
+    assert run.status == 0, run.stderr
+    folder = only_reproducer(tmp_path)
+    # A bot that exits at once instead of joining (as one that insists on a reservation).
+    quitter = f"{sys.executable} -c 'print(\"no reservation, no game\")'"
+    status, output = await reproduce(folder, "--bot", quitter)
+    assert status == 1, output
+    assert "the bot exited (status 0) without playing" in output
+    assert "no reservation, no game" in output
