@@ -83,6 +83,17 @@ async def test_sprt_stops_a_strong_vs_weak_match_at_h1(tmp_path: Path) -> None:
     assert end["stats"]["pentanomial"] == [0, 0, 0, 0, 8]
     assert end["stats"]["siegpunkte"] == [32, 0]
 
+    # Resuming a decided run plays nothing more and keeps the verdict.
+    again = await run_match(
+        tmp_path,
+        *("--player1", FAST_BOT, "--player2", LOSER, "--games", "40", "--seed", "7"),
+        *("--sprt", WIDE, "--concurrency", "1", "--no-reproducers", "--resume", "e.jsonl"),
+        limit=60,
+    )
+    assert again.status == 0, again.stdout + again.stderr
+    assert "SPRT: H1 accepted already by the resumed games" in again.stdout
+    assert game_lines(again.stdout) == []
+
 
 async def test_sprt_accepts_h0_for_the_weak_side(tmp_path: Path) -> None:
     run = await run_match(
