@@ -55,6 +55,7 @@ STATE_FILE = "state.xml"
 CASE_FILE = "reproducer.json"
 BOT_LOG_TAIL = 15  # lines of the bot's output shown
 EXIT_GRACE = 3.0  # for the server's result after the bot's process ended
+AFTER_MOVE_GRACE = 0.5  # for a protocol error right after the bot's move
 
 
 @dataclass(frozen=True)
@@ -102,13 +103,18 @@ def write_reproducer(
     mementos = [packet for packet in observation.packets if isinstance(packet, Memento)]
     if not mementos:
         return None
-    state = mementos[-1].state
+    # The state it was asked to move in: the last one with its team to move (a bot that
+    # breaks the protocol after its move, or leaves on the opponent's turn, failed later).
+    team = Team.ONE if summary.one == player else Team.TWO
+    asked = [memento for memento in mementos if memento.state.current_team is team]
+    chosen = asked[-1] if asked else mementos[-1]
+    state = chosen.state
     name = names[player]
     folder = directory / f"game{summary.number}_{file_safe(name)}_{kind.lower()}"
     folder.mkdir(parents=True, exist_ok=True)
     room = summary.room_id
     (folder / "replay.xml").write_bytes(write_replay(room, observation.packets))
-    (folder / STATE_FILE).write_bytes(write_replay(room, [mementos[-1]]))
+    (folder / STATE_FILE).write_bytes(write_replay(room, [chosen]))
     bot_log = log_path(log_dir, name, summary.number)
     if bot_log.is_file():
         shutil.copyfile(bot_log, folder / "bot.log")
@@ -117,7 +123,7 @@ def write_reproducer(
         name=name,
         command=list(command),
         cwd=str(Path.cwd()),
-        team="ONE" if summary.one == player else "TWO",
+        team=team.name,
         turn=state.turn,
         kind=kind,
         reason=summary.result.reason,
@@ -263,11 +269,10 @@ async def _reproduce(
             # measured it; it is written before <left>, which ended play().
             game = games.take_any()
             if game is not None:
-                if answer.move is None:
-                    kind = violation_kind(game.result, "", team)
-                    if answer.kind != CRASH and kind is not None:
-                        answer.kind = kind
-                elif game.move_ms:
+                kind = violation_kind(game.result, "", team)
+                if answer.kind != CRASH and kind is not None:
+                    answer.kind = kind
+                if answer.move is not None and game.move_ms:
                     answer.move_ms = game.move_ms[0]
         except trio.TooSlowError:
             answer.reason = f"no result within {limit:g} s"
@@ -342,24 +347,37 @@ async def play(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch)
+        cancel_at = math.inf
         while True:
-            message = await standin.receive()
+            message = None
+            with trio.move_on_at(cancel_at):
+                message = await standin.receive()
+            if message is None:
+                assert room is not None
+                await admin.cancel(room)  # one answer is all we came for
+                cancel_at = math.inf
+                continue
             if isinstance(message, Memento):
                 room = message.room_id
                 if answer.asked_turn is not None and message.state.turn > answer.asked_turn:
                     move = message.state.last_move
                     answer.move = None if move is None else str(move)
-                    await admin.cancel(room)  # one answer is all we came for
+                    # The stand-in does not answer from now on; a moment for a protocol
+                    # error that may follow the move (a second move), then the room ends.
+                    cancel_at = trio.current_time() + AFTER_MOVE_GRACE
                     continue
                 state = message.state
                 if state.current_team is team and answer.asked_turn is None:
                     answer.asked_turn = state.turn
             elif isinstance(message, MoveRequest) and state is not None:
-                await standin.send_move(message.room_id, state.legal_moves()[0])
-            elif isinstance(message, ResultMessage):
                 if answer.move is None:
+                    await standin.send_move(message.room_id, state.legal_moves()[0])
+            elif isinstance(message, ResultMessage):
+                # Also after a legal move: a protocol error may follow it (a second move).
+                kind = violation_kind(message.result, team.name, team)
+                if kind is not None or answer.move is None:
                     answer.reason = message.result.reason
-                    answer.kind = violation_kind(message.result, team.name, team)
+                    answer.kind = kind
             elif isinstance(message, Left):
                 break
         if answer.kind == "LEFT":
@@ -418,10 +436,10 @@ def main(argv: Sequence[str]) -> int:
         return 2
     if answer.asked_turn is not None:
         say(f"turn {answer.asked_turn}: the server asks {case.name} (team {case.team}) to move")
-    if answer.kind is None and answer.move is not None:
+    if answer.move is not None:
         timing = "" if answer.move_ms is None else f" after {answer.move_ms:.1f} ms"
         say(f"answer: {answer.move}{timing} (a legal move, in time)")
-    elif answer.kind == CRASH:
+    if answer.kind == CRASH:
         say(f"answer: crashed (exit status {answer.exit_status})")
     elif answer.kind is not None:
         say(f"answer: {answer.kind}")

@@ -14,6 +14,7 @@ bot back into the position meets the same bug), at the first move request with t
   --crash-at-turn N    exit with status 3
   --illegal-at-turn N  send a move that breaks the rules (a field without an own fish)
   --stall-at-turn N    sleep --stall SECONDS before answering
+  --extra-move-at-turn N  send its move twice (the second is not requested: a protocol error)
   --delay SECONDS      sleep before every answer (a slow bot)
 
 Without --reservation it sends a plain `<join>` (a room opened by a server started with
@@ -54,6 +55,7 @@ def main() -> int:
     parser.add_argument("--stall-at-turn", type=int, default=None)
     parser.add_argument("--stall", type=float, default=0.0)
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--extra-move-at-turn", type=int, default=None)
     parser.add_argument("--seed", type=int, default=None)
     options = parser.parse_args()
     print(f"fast_bot pid={os.getpid()}", flush=True)
@@ -92,6 +94,8 @@ def main() -> int:
                 if reached(options.illegal_at_turn, turn):
                     move = illegal_move(state)
                 sock.sendall(connection.send(MovePacket(message.room_id, move)))
+                if reached(options.extra_move_at_turn, turn):
+                    sock.sendall(connection.send(MovePacket(message.room_id, move)))
                 moves += 1
             elif isinstance(message, Left):
                 print(f"fast_bot: game over after {moves} moves", flush=True)

@@ -237,3 +237,26 @@ async def test_reproducer_says_when_the_bot_will_not_join(tmp_path: Path) -> Non
     assert status == 1, output
     assert "the bot exited (status 0) without playing" in output
     assert "no reservation, no game" in output
+
+
+async def test_protocol_error_after_a_move_counted_and_reproduced(tmp_path: Path) -> None:
+    (tmp_path / "server.properties").write_text(LIMITS)
+    run = await run_match(
+        tmp_path,
+        *("--player1", FAST_BOT, "--player2", f"{FAST_BOT} --extra-move-at-turn 7"),
+        *("--games", "1", "--ndjson", "events.jsonl"),
+        limit=40,
+    )
+    assert run.status == 0, run.stderr
+    times = final_times(tmp_path / "events.jsonl")
+    assert times["player2"]["violations"] == {"PROCESS_VIOLATION": 1}
+    folder = only_reproducer(tmp_path)
+    # The position is the one it was asked to move in (turn 7), not the later one in which
+    # its second, unrequested move arrived.
+    case = json.loads((folder / "reproducer.json").read_text())
+    assert (case["turn"], case["team"], case["kind"]) == (7, "TWO", "PROCESS_VIOLATION")
+    status, output = await reproduce(folder)
+    assert status == 0, output
+    assert "turn 7: the server asks player2 (team TWO) to move" in output
+    assert "(a legal move, in time)" in output and "answer: PROCESS_VIOLATION" in output
+    assert "reason: Missachtung des Spielablaufs von TWO: It's not your turn yet" in output
