@@ -20,7 +20,8 @@ Events (every one has `event` and `time`, ISO 8601 UTC):
   (player1's points per pair 0 … 2); with --sprt `sprt` {`test`, `llr`, `bounds`, `status`};
 - `run_end`: `status` (`done`, `interrupted`, `error`), `played`, `error` (a message or null),
   `stats` (as above) and `times` (per bot: moves, p50/p95/p99/max ms, near misses,
-  timeouts, crashes, violations by kind; `source` says who measured).
+  timeouts, crashes, violations by kind, over the games this invocation played; `source`
+  says who measured).
 """
 
 from __future__ import annotations

@@ -82,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
             "appended (the contest convention; socha's Starter and the Java player accept it). "
             "The starting side alternates: player1 moves first in games 1, 3, 5, ..."
         ),
+        epilog=(
+            "Put a bot back into the position of an irregular loss: "
+            f"'{PROGRAM} reproduce DIR [--bot COMMAND]' with DIR a reproducer folder "
+            "(exit status 0: the failure happened again, 1: it did not). "
+            "Exit status of a match: 0 done (with --sprt: H1 accepted), 1 H0 accepted, "
+            "3 SPRT inconclusive, 2 error, 130 interrupted."
+        ),
     )
     parser.add_argument(
         "--player1",
