@@ -34,7 +34,7 @@ import secrets
 import shlex
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -50,6 +50,9 @@ from runner.game import Observation, file_safe, log_path
 from runner.options import PROGRAM, MatchError, player_command
 from runner.players import ProcessPlayer
 from runner.timing import CRASH, ServerGames, violation_kind
+from server.config import Settings
+
+Say = Callable[[str], None]
 
 STATE_FILE = "state.xml"
 CASE_FILE = "reproducer.json"
@@ -194,10 +197,9 @@ def tail(path: Path, lines: int = BOT_LOG_TAIL) -> list[str]:
     return text.splitlines()[-lines:]
 
 
-async def reproduce(folder: Path, case: Case, command: list[str], say: Any) -> Answer:
+async def reproduce(folder: Path, case: Case, command: list[str], say: Say) -> Answer:
     """Start a server from the case's state, the bot on its team and a stand-in opponent;
     return what the bot did when asked to move."""
-    from server.config import Settings
     from server.logs import configure_logging
 
     settings = Settings(
@@ -229,8 +231,8 @@ async def _reproduce(
     folder: Path,
     case: Case,
     command: list[str],
-    say: Any,
-    settings: Any,
+    say: Say,
+    settings: Settings,
     answer: Answer,
     bot_log: Path,
     limit: float,
@@ -238,6 +240,7 @@ async def _reproduce(
     from server.app import serve
 
     password = settings.password
+    assert password is not None  # set above: a random one
     games = ServerGames()
     team = Team[case.team]
     async with trio.open_nursery() as nursery:
