@@ -92,8 +92,8 @@ async def test_greedy_beats_random_significantly(tmp_path: Path) -> None:
 async def test_search_beats_greedy_significantly(tmp_path: Path) -> None:
     run = await run_match(
         tmp_path,
-        *("--player1", "builtin:search --budget 0.03", "--player2", "builtin:greedy"),
-        *("--games", "10", "--seed", "11", "--concurrency", "2", "--ndjson", "e.jsonl"),
+        *("--player1", "builtin:search --budget 0.05", "--player2", "builtin:greedy"),
+        *("--games", "12", "--seed", "11", "--concurrency", "2", "--ndjson", "e.jsonl"),
         limit=110,
     )
     assert run.status == 0, run.stderr
