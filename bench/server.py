@@ -130,7 +130,7 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
         data = await client.stream.receive_some(65536)
         if not data:
             break
-        for packet in splitter.feed(data):
+        for packet in splitter.feed(bytes(data)):
             if packet.startswith(b"<left") or packet == b"</protocol>":
                 await client.stream.aclose()
                 return

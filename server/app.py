@@ -3,20 +3,42 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import signal
 import socket
+<<<<<<< HEAD
 from collections.abc import AsyncIterator, Sequence
+=======
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+>>>>>>> main
 
 import structlog
 import trio
 
-from protocol import GAME_TYPE
+from protocol import GAME_TYPE, ServerConnection
+from protocol.messages import ErrorPacket
 from server.config import Settings, with_start_state
 from server.connection import CLOSE_GRACE, Connection
+from server.limits import (
+    Episode,
+    address_key,
+    connection_cap,
+    is_loopback,
+    raise_descriptor_limit,
+)
 from server.lobby import SHUTDOWN_REASON, Lobby
 from server.recorder import GameSink, Recorder
 
 log = structlog.get_logger("server.app")
+
+# accept() errors that mean "no resources for a new connection right now" (as trio's
+# serve_listeners): wait a little and try again, the server recovers when they come back.
+_ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+ACCEPT_RETRY_SECONDS = 0.1
 
 
 async def serve(
@@ -25,14 +47,28 @@ async def serve(
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
     stop: trio.Event | None = None,
     handle_signals: bool = True,
+<<<<<<< HEAD
     sinks: Sequence[GameSink] = (),
+=======
+    descriptor_limit: int | None = None,
+>>>>>>> main
 ) -> None:
     """Run the game server until SIGINT/SIGTERM (or `stop` is set). `task_status.started`
     gets the port actually bound, so `port=0` works. On stop, running games end with an
     aborted result that is sent to the clients (result, then left) and recorded before this
+<<<<<<< HEAD
     returns. `sinks` get every finished game after the server's own (results log) — how an
     embedding program (the match runner) learns the server-measured move times."""
+=======
+    returns; a second signal only shortens the wait for clients to take their last messages.
+
+    The soft descriptor limit is raised to the hard one; `descriptor_limit` replaces what that
+    gives (tests), and the connection cap is lowered to keep a reserve of descriptors."""
+>>>>>>> main
     stop = stop if stop is not None else trio.Event()
+    if descriptor_limit is None:
+        descriptor_limit = raise_descriptor_limit()
+    admission = Admission(settings, connection_cap(settings.max_connections, descriptor_limit))
     # load_settings has loaded the start state already; settings built in code may not have.
     settings = with_start_state(settings)
     lobby = Lobby(settings, recorder=Recorder.from_settings(settings, sinks))
@@ -42,16 +78,9 @@ async def serve(
     all_closed = trio.Event()
     all_closed.set()
 
-    async def handle(stream: trio.SocketStream) -> None:
+    async def handle(stream: trio.SocketStream, host: str, name: str) -> None:
         nonlocal all_closed
-        try:
-            # trio sets TCP_NODELAY on accepted sockets already; make sure of it, as official.
-            stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-            host, peer_port = stream.socket.getpeername()[:2]
-            name = f"{host}:{peer_port}"
-        except OSError:
-            name = "client"
-        connection = Connection(stream, lobby, settings, name)
+        connection = Connection(stream, lobby, settings, name, address=address_key(host))
         connections.add(connection)
         if all_closed.is_set():
             all_closed = trio.Event()
@@ -61,29 +90,42 @@ async def serve(
             log.exception("connection failed", peer=connection.name)
         finally:
             connections.discard(connection)
+            admission.release(host)
             if not connections:
                 all_closed.set()
 
+    grace = trio.CancelScope()  # the wait for clients at shutdown; a second signal ends it
     with contextlib.ExitStack() as exit_stack:
         signals = _signal_receiver(exit_stack) if handle_signals else None
         async with trio.open_nursery() as nursery:
             await nursery.start(lobby.run)
             if signals is not None:
-                nursery.start_soon(_stop_on_signal, signals, stop)
+                nursery.start_soon(_stop_on_signal, signals, stop, grace)
             async with trio.open_nursery() as connection_nursery:
                 accept_scope = trio.CancelScope()
 
+                def admit(stream: trio.SocketStream) -> None:
+                    host, name = _peer_address(stream)
+                    refusal = admission.admit(host)
+                    if refusal is not None:
+                        _refuse(stream, refusal)
+                        return
+                    connection_nursery.start_soon(handle, stream, host, name)
+
                 async def accept() -> None:
+                    exhausted = Episode("out of descriptors: not accepting connections")
                     with accept_scope:
-                        await trio.serve_listeners(
-                            handle, listeners, handler_nursery=connection_nursery
-                        )
+                        async with trio.open_nursery() as accept_nursery:
+                            for listener in listeners:
+                                accept_nursery.start_soon(accept_loop, listener, admit, exhausted)
 
                 connection_nursery.start_soon(accept)
                 log.info(
                     "listening",
                     host=settings.host,
                     port=port,
+                    max_connections=admission.cap,
+                    descriptor_limit=descriptor_limit,
                     game_type=GAME_TYPE,
                     connect_a_bot=f"start.sh -h {_reachable_host(settings.host)} -p {port}",
                 )
@@ -97,11 +139,128 @@ async def serve(
                 await lobby.shutdown(SHUTDOWN_REASON)
                 for connection in list(connections):
                     connection.close()
-                with trio.move_on_after(CLOSE_GRACE + 1):
+                grace.deadline = trio.current_time() + CLOSE_GRACE + 1
+                with grace:
                     await all_closed.wait()
                 connection_nursery.cancel_scope.cancel()
             nursery.cancel_scope.cancel()
-    log.info("server stopped")
+        # Still inside the signal handling: a signal now cannot cut this line off.
+        log.info("server stopped")
+
+
+@dataclass
+class Admission:
+    """Counts open connections in total and per remote address and refuses one over a cap.
+
+    Loopback clients are exempt from the per-address cap unless
+    `per_address_limit_on_loopback` (a league on one machine opens many connections from
+    127.0.0.1); they still count towards the total."""
+
+    settings: Settings
+    cap: int
+    total: int = 0
+    by_address: dict[str, int] = field(default_factory=dict)
+    total_episode: Episode = field(init=False)
+    address_episodes: dict[str, Episode] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.total_episode = Episode("connection limit reached: refusing connections", cap=self.cap)
+
+    def admit(self, host: str) -> str | None:
+        """Count a new connection from `host`, or return why it is refused."""
+        if self.total >= self.cap:
+            self.total_episode.hit(address=host)
+            return f"Too many connections: the server accepts {self.cap} at once"
+        key = address_key(host)
+        per_address = self.settings.max_connections_per_address
+        limited = self.settings.per_address_limit_on_loopback or not is_loopback(key)
+        count = self.by_address.get(key, 0)
+        if limited and count >= per_address:
+            episode = self.address_episodes.get(key)
+            if episode is None:
+                episode = self.address_episodes[key] = Episode(
+                    "connection limit per address reached: refusing connections",
+                    address=key,
+                    cap=per_address,
+                )
+            episode.hit()
+            return f"Too many connections from {key}: the server accepts {per_address} at once"
+        self.total += 1
+        self.by_address[key] = count + 1
+        self._relieve(key)
+        return None
+
+    def release(self, host: str) -> None:
+        """A connection counted by `admit` has ended."""
+        key = address_key(host)
+        self.total -= 1
+        count = self.by_address.get(key, 0) - 1
+        if count > 0:
+            self.by_address[key] = count
+        else:
+            self.by_address.pop(key, None)
+        self._relieve(key)
+
+    def _relieve(self, key: str) -> None:
+        """End the episodes of the limits no longer reached (each decides if it is quiet
+        long enough)."""
+        if self.total < self.cap:
+            self.total_episode.relieved()
+        episode = self.address_episodes.get(key)
+        if episode is not None and self.by_address.get(key, 0) < (
+            self.settings.max_connections_per_address
+        ):
+            episode.relieved()
+            if not episode.active:
+                del self.address_episodes[key]
+
+
+async def accept_loop(
+    listener: trio.SocketListener,
+    admit: Callable[[trio.SocketStream], None],
+    exhausted: Episode,
+) -> None:
+    """Accept connections and hand each to `admit`. Running out of descriptors (or kernel
+    memory) pauses accepting briefly and is logged once per episode, not once per attempt."""
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as error:
+            if error.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                raise
+            exhausted.hit(error=os.strerror(error.errno), retry_seconds=ACCEPT_RETRY_SECONDS)
+            await trio.sleep(ACCEPT_RETRY_SECONDS)
+            continue
+        exhausted.relieved()
+        admit(stream)
+
+
+def _peer_address(stream: trio.SocketStream) -> tuple[str, str]:
+    """The remote host and "host:port" for logs ("client" when the peer is already gone)."""
+    try:
+        # trio sets TCP_NODELAY on accepted sockets already; make sure of it, as official.
+        stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        host, peer_port = stream.socket.getpeername()[:2]
+    except OSError:
+        return "", "client"
+    return str(host), f"{host}:{peer_port}"
+
+
+def _refuse(stream: trio.SocketStream, message: str) -> None:
+    """Close a connection over a cap at once: one non-blocking write of an errorpacket (what
+    the socket buffer takes, which is all of it on a fresh connection), then close."""
+    sock = stream.socket
+    try:
+        sock_fd = sock.fileno()
+        os.write(sock_fd, _refusal_bytes(message))
+    except OSError:
+        pass  # the client is gone or does not read: closing is all that is left
+    sock.close()
+
+
+def _refusal_bytes(message: str) -> bytes:
+    protocol = ServerConnection()
+    return protocol.send(ErrorPacket(message, None)) + protocol.close()
 
 
 def _reachable_host(host: str) -> str:
@@ -113,16 +272,39 @@ def _reachable_host(host: str) -> str:
 
 def _signal_receiver(exit_stack: contextlib.ExitStack) -> AsyncIterator[int] | None:
     """Catch SIGINT/SIGTERM from now on (before clients can connect), or None where signals
-    cannot be caught (not the main thread, e.g. embedded in a test)."""
-    try:
-        return exit_stack.enter_context(trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM))
-    except RuntimeError:
+    cannot be caught (not the main thread, e.g. embedded in a test).
+
+    trio re-raises signals its receiver has not handed out when it closes, with the handlers
+    that were in place before it. Those are "ignore" here, restored to the real ones only
+    afterwards: a signal during the last moments of the shutdown cannot kill the process."""
+    if threading.current_thread() is not threading.main_thread():
         log.debug("signal handling unavailable outside the main thread")
         return None
+    stop_signals = (signal.SIGINT, signal.SIGTERM)
+    originals = {signum: signal.getsignal(signum) for signum in stop_signals}
+    exit_stack.callback(_restore_handlers, originals)
+    for signum in stop_signals:
+        signal.signal(signum, signal.SIG_IGN)
+    return exit_stack.enter_context(trio.open_signal_receiver(*stop_signals))
 
 
-async def _stop_on_signal(signals: AsyncIterator[int], stop: trio.Event) -> None:
+def _restore_handlers(handlers: dict[signal.Signals, Any]) -> None:
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+async def _stop_on_signal(
+    signals: AsyncIterator[int], stop: trio.Event, grace: trio.CancelScope
+) -> None:
+    """The first signal starts the graceful shutdown. Later ones are consumed here (trio would
+    re-raise a signal left unread, and the default SIGTERM action kills the process before
+    the results are recorded): they only end the wait for clients to read their last
+    messages; games are still ended and recorded."""
     async for signum in signals:
-        log.info("signal received", signal=signal.Signals(signum).name)
-        stop.set()
-        return
+        name = signal.Signals(signum).name
+        if not stop.is_set():
+            log.info("signal received", signal=name)
+            stop.set()
+        else:
+            log.info("signal received again: not waiting for clients any longer", signal=name)
+            grace.cancel()

@@ -1,6 +1,6 @@
 """Server settings from `server.properties` and the command line.
 
-The file uses the Java properties format and the official keys (spec §7.1); our own settings
+The file uses the Java properties format and the official keys (§7.1); our own settings
 use camelCase keys. Unlike the official server, a flag given on the command line wins over the
 file. Every bad value raises `ConfigError` with a message naming the key or flag, the value and
 where it came from; the CLI prints it and exits with status 2.
@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
 from engine import GameState
 from protocol.limits import DEFAULT_MAX_PACKET_BYTES
+from server.properties import parse_properties
 from server.replays import ReplayLoadError, load_start_state
 
 PROPERTIES_FILE = "server.properties"
@@ -31,6 +32,9 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting of the server, with its default. Built by `load_settings`; every field
+    has a `server.properties` key and a command-line flag (README, "Settings")."""
+
     host: str = "127.0.0.1"
     port: int = 13050
     password: str | None = DEFAULT_PASSWORD
@@ -50,112 +54,20 @@ class Settings:
     game_wall_clock_limit: float = 3600.0
     max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
     send_buffer_messages: int = 1000
+    # Admission limits (README "Limits"): every resource a client can claim is bounded.
+    max_connections: int = 1000
+    max_connections_per_address: int = 64
+    per_address_limit_on_loopback: bool = False
+    max_rooms: int = 1000
+    max_prepared_rooms: int = 500
+    max_rooms_per_connection: int = 4
+    login_failures: int = 5
+    login_failure_window: float = 60.0
+    login_lockout: float = 300.0
+    login_failure_delay: float = 1.0
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
     start_state: GameState | None = field(default=None, compare=False, repr=False)
-
-
-# ---------------------------------------------------------------------------------------------
-# Java properties format (java.util.Properties.load)
-
-
-@dataclass(frozen=True)
-class Property:
-    key: str
-    value: str
-    line: int  # 1-based line where the logical line starts
-
-
-def parse_properties(text: str) -> list[Property]:
-    """Parse the Java properties format: `key=value`, `key: value`, `key value`, comments
-    starting with # or !, continuation lines ending in an odd number of backslashes,
-    backslash escapes including \\uXXXX. Raises ValueError (with the line) on a bad \\u escape."""
-    result = []
-    for line_no, logical in _logical_lines(text):
-        key, value = _split_key_value(logical)
-        try:
-            result.append(Property(_unescape(key), _unescape(value), line_no))
-        except ValueError as error:
-            raise ValueError(f"line {line_no}: {error}") from None
-    return result
-
-
-_WHITESPACE = " \t\f"
-
-
-def _logical_lines(text: str) -> Iterator[tuple[int, str]]:
-    natural = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    index = 0
-    while index < len(natural):
-        start = index
-        line = natural[index].lstrip(_WHITESPACE)
-        index += 1
-        if not line or line[0] in "#!":
-            continue  # comments are never continued
-        parts = []
-        while _ends_with_continuation(line):
-            parts.append(line[:-1])
-            if index >= len(natural):
-                line = ""
-                break
-            line = natural[index].lstrip(_WHITESPACE)
-            index += 1
-        parts.append(line)
-        yield start + 1, "".join(parts)
-
-
-def _ends_with_continuation(line: str) -> bool:
-    backslashes = len(line) - len(line.rstrip("\\"))
-    return backslashes % 2 == 1
-
-
-def _split_key_value(line: str) -> tuple[str, str]:
-    position = 0
-    while position < len(line):
-        char = line[position]
-        if char == "\\":
-            position += 2
-            continue
-        if char in "=:" or char in _WHITESPACE:
-            break
-        position += 1
-    key = line[:position]
-    rest = line[position:].lstrip(_WHITESPACE)
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(_WHITESPACE)
-    return key, rest
-
-
-_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(raw: str) -> str:
-    if "\\" not in raw:
-        return raw
-    out = []
-    position = 0
-    while position < len(raw):
-        char = raw[position]
-        if char != "\\":
-            out.append(char)
-            position += 1
-            continue
-        if position + 1 >= len(raw):
-            break  # a lone trailing backslash (end of file) is dropped, as in Java
-        escaped = raw[position + 1]
-        if escaped == "u":
-            digits = raw[position + 2 : position + 6]
-            if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
-                raise ValueError(f"malformed \\uXXXX escape: {raw[position : position + 6]!r}")
-            out.append(chr(int(digits, 16)))
-            position += 6
-        else:
-            out.append(_SIMPLE_ESCAPES.get(escaped, escaped))
-            position += 2
-    text = "".join(out)
-    # Java strings are UTF-16: a character beyond U+FFFF is written as two \u escapes (a
-    # surrogate pair), which must become one character here.
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,6 +285,87 @@ _OPTIONS = (
         "queued messages before a client that does not read is dropped (default 1000)",
         "N",
     ),
+    # Admission limits.
+    _Option(
+        "max_connections",
+        "maxConnections",
+        ("--max-connections", "--maxConnections"),
+        _positive_int(1),
+        "open connections in total; lowered to fit the descriptor limit (default 1000)",
+        "N",
+    ),
+    _Option(
+        "max_connections_per_address",
+        "maxConnectionsPerAddress",
+        ("--max-connections-per-address", "--maxConnectionsPerAddress"),
+        _positive_int(1),
+        "open connections per remote address, loopback exempt (default 64)",
+        "N",
+    ),
+    _Option(
+        "per_address_limit_on_loopback",
+        "perAddressLimitOnLoopback",
+        ("--per-address-limit-on-loopback", "--perAddressLimitOnLoopback"),
+        _parse_bool,
+        "apply maxConnectionsPerAddress to loopback clients too (default false)",
+        "true|false",
+    ),
+    _Option(
+        "max_rooms",
+        "maxRooms",
+        ("--max-rooms", "--maxRooms"),
+        _positive_int(1),
+        "open rooms in total (default 1000)",
+        "N",
+    ),
+    _Option(
+        "max_prepared_rooms",
+        "maxPreparedRooms",
+        ("--max-prepared-rooms", "--maxPreparedRooms"),
+        _positive_int(1),
+        "prepared rooms not started yet (default 500)",
+        "N",
+    ),
+    _Option(
+        "max_rooms_per_connection",
+        "maxRoomsPerConnection",
+        ("--max-rooms-per-connection", "--maxRoomsPerConnection"),
+        _positive_int(1),
+        "rooms one connection plays in at once (default 4)",
+        "N",
+    ),
+    _Option(
+        "login_failures",
+        "loginFailures",
+        ("--login-failures", "--loginFailures"),
+        _positive_int(1),
+        "failed admin logins per address within loginFailureWindow before a lockout (default 5)",
+        "N",
+    ),
+    _Option(
+        "login_failure_window",
+        "loginFailureWindow",
+        ("--login-failure-window", "--loginFailureWindow"),
+        _parse_positive_seconds,
+        "seconds in which loginFailures failures lock an address out (default 60)",
+        "SECONDS",
+    ),
+    _Option(
+        "login_lockout",
+        "loginLockout",
+        ("--login-lockout", "--loginLockout"),
+        _parse_seconds,
+        "seconds an address is refused admin login after too many failures (default 300)",
+        "SECONDS",
+    ),
+    _Option(
+        "login_failure_delay",
+        "loginFailureDelay",
+        ("--login-failure-delay", "--loginFailureDelay"),
+        _parse_seconds,
+        "seconds before a failed admin login is answered (default 1)",
+        "SECONDS",
+    ),
 )
 # Keys are case-sensitive, as in java.util.Properties.
 _BY_KEY = {option.key: option for option in _OPTIONS}
@@ -390,6 +383,8 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def build_argument_parser() -> argparse.ArgumentParser:
+    """The command line of `piranhas-server` (official flags and ours); values stay text,
+    `parse_settings` converts them with the same parsers as the properties file."""
     parser = _ArgumentParser(
         prog="piranhas-server",
         description=(

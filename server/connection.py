@@ -49,9 +49,16 @@ class Connection:
     """A `Peer` of the lobby around one byte stream. `run()` serves it until it ends."""
 
     def __init__(
-        self, stream: trio.abc.Stream, lobby: Lobby, settings: Settings, name: str = ""
+        self,
+        stream: trio.abc.Stream,
+        lobby: Lobby,
+        settings: Settings,
+        name: str = "",
+        *,
+        address: str = "",
     ) -> None:
         self.name = f"{name or 'client'}#{next(_numbers)}"
+        self.address = address  # remote host: failed admin logins are counted per address
         self._stream = stream
         self._lobby = lobby
         self._settings = settings

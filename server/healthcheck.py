@@ -1,9 +1,12 @@
 """A health check that speaks the game protocol: ``python -m server.healthcheck --host H --port P``.
 
 It asks the server to join a room that cannot exist (room ids are UUIDs). A live lobby answers
-such a request with an ``<errorpacket>`` and changes nothing (spec §3.9), so this proves that
+such a request with an ``<errorpacket>`` and changes nothing (§3.9), so this proves that
 the listener accepts, the parser reads and the lobby answers, without creating rooms or
 touching games. Exit 0 when healthy, 1 otherwise (Docker's HEALTHCHECK convention).
+The server recognises the ``healthcheck-`` room id and logs the probe's connection at debug
+only, so a probe every few seconds does not fill the log (``ROOM_PREFIX``, the same as
+``server.lobby.HEALTHCHECK_ROOM_PREFIX``; a test keeps them equal).
 
 Only the standard library is used, with blocking sockets, so the check is cheap to start and
 cannot be confused by the server's own event loop. Keep it that way: .ci/docker-smoke.sh runs
@@ -22,6 +25,7 @@ from collections.abc import Sequence
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 13050
 DEFAULT_TIMEOUT = 5.0
+ROOM_PREFIX = "healthcheck-"  # the server logs requests for such rooms at debug only
 
 _ERROR_START = b"<errorpacket"
 _ERROR_END = b"</errorpacket>"
@@ -40,7 +44,7 @@ def probe(host: str, port: int, timeout: float = DEFAULT_TIMEOUT) -> str:
     Raises :class:`Unhealthy` with a one-line reason otherwise.
     """
     deadline = time.monotonic() + timeout
-    room_id = f"healthcheck-{uuid.uuid4()}"
+    room_id = f"{ROOM_PREFIX}{uuid.uuid4()}"
     request = f'<protocol><joinRoom roomId="{room_id}"/>'.encode()
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
@@ -100,6 +104,7 @@ def _close_politely(sock: socket.socket, deadline: float) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m server.healthcheck`: exit 0 when the server answers the probe, else 1."""
     parser = argparse.ArgumentParser(
         prog="python -m server.healthcheck",
         description="Exit 0 if a Piranhas game server answers the protocol at HOST:PORT.",

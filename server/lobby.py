@@ -1,5 +1,5 @@
 """The lobby: every room, slot, reservation, admin and observer, and the turn/pause/step/timeout
-state machine of each game (spec §4, §5, §6).
+state machine of each game (docs/protocol.md §4, §5, §6).
 
 Everything here is synchronous and runs on the trio thread, so each handler is atomic: no other
 packet or timer can interleave with it. The lobby reaches clients only through `Peer`
@@ -14,6 +14,7 @@ import enum
 import hmac
 import itertools
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -65,6 +66,7 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.config import Settings
+from server.limits import Episode
 from server.recorder import FinishedGame, Recorder
 from server.timers import Timer, Timers
 
@@ -74,7 +76,7 @@ MAX_SLOTS = 2
 
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"
 
-# DisconnectCause names of the official server (spec §6.4), used in LEFT violations.
+# DisconnectCause names of the official server (docs/protocol.md §6.4), used in LEFT violations.
 RECEIVED_DISCONNECT = "RECEIVED_DISCONNECT"
 LOST_CONNECTION = "LOST_CONNECTION"
 PROTOCOL_ERROR = "PROTOCOL_ERROR"
@@ -82,7 +84,7 @@ NOT_CONNECTED = "NOT_CONNECTED"
 TIMEOUT = "TIMEOUT"
 UNKNOWN = "UNKNOWN"
 
-# Official exception class names: the errorpacket message is Throwable.toString() (spec §3.9).
+# Official exception class names: the errorpacket message is Throwable.toString() (§3.9).
 _ROOM_EXCEPTION = "sc.api.plugins.exceptions.GameRoomException"
 _GAME_EXCEPTION = "sc.api.plugins.exceptions.GameException"
 _RESERVATION_EXCEPTION = "sc.server.gaming.UnknownReservationException"
@@ -91,6 +93,14 @@ _UNAUTHENTICATED = "sc.server.network.UnauthenticatedException"
 _RESCUABLE = "sc.api.plugins.exceptions.RescuableClientException"
 _PLUGIN_LOADER = "sc.server.plugins.PluginLoaderException"
 _TOO_MANY_PLAYERS = "sc.api.plugins.exceptions.TooManyPlayersException"
+
+# server/healthcheck.py asks to join a room with this prefix: answered, logged at debug only.
+HEALTHCHECK_ROOM_PREFIX = "healthcheck-"
+# Addresses with recent failed admin logins that are remembered at most (older ones are
+# forgotten first), so a client with many addresses cannot grow the table without bound.
+MAX_LOGIN_RECORDS = 4096
+# Requests one connection may pipeline behind a delayed failed-login answer; more closes it.
+MAX_HELD_PACKETS = 1000
 
 
 class Peer(Protocol):
@@ -112,10 +122,18 @@ class Peer(Protocol):
 
 
 class ClientError(Exception):
-    """A request the official server refuses with an errorpacket; the connection stays open."""
+    """A request the official server refuses with an errorpacket; the connection stays open.
+    `quiet` refusals are logged at debug: they are counted and logged once per episode
+    elsewhere (a limit), or expected (the health probe)."""
+
+    def __init__(self, message: str, *, quiet: bool = False) -> None:
+        super().__init__(message)
+        self.quiet = quiet
 
 
 class RoomStatus(enum.Enum):
+    """A room's life: waiting for players, playing, over (being recorded, then removed)."""
+
     CREATED = "created"
     ACTIVE = "active"
     OVER = "over"
@@ -123,6 +141,8 @@ class RoomStatus(enum.Enum):
 
 @dataclass(eq=False)
 class Slot:
+    """One player's place in a room: its team, descriptor, connection and first violation."""
+
     team: Team
     display_name: str = ""
     can_timeout: bool = True
@@ -138,12 +158,12 @@ class Slot:
         return self.peer is None and not self.reserved
 
     def violate(self, violation: Violation) -> None:
-        # Only the first violation of a player counts (official Player.violation).
+        """Charge `violation`; only the first one counts (official Player.violation)."""
         if self.violation is None:
             self.violation = violation
 
     def java_repr(self) -> str:
-        # Player.toString() of the official server: TEAM(displayName).
+        """Player.toString() of the official server, for its messages: TEAM(displayName)."""
         return f"{self.team.name}({self.display_name})"
 
 
@@ -157,16 +177,21 @@ class PendingRequest:
     timer: Timer | None = None
 
     def mark_sent(self, when: float) -> None:
+        """The request left the server at `when`: the bot's clock starts then."""
         self.sent_at = when
 
     @property
     def started_at(self) -> float:
-        # The bot's clock starts when the request left the server, not when it was queued.
+        """When the bot's clock started: when the request left the server, not when it was
+        queued (the server's own delay is never charged to the bot)."""
         return self.sent_at if self.sent_at is not None else self.requested_at
 
 
 @dataclass(eq=False)
 class Room:
+    """One game room: its state, slots, observers, pending request, timers and the record
+    of the game so far."""
+
     id: str
     state: GameState
     prepared: bool
@@ -185,16 +210,19 @@ class Room:
 
     @property
     def joinable(self) -> bool:
+        """A `<join>` may take a place here: not started, with a free or missing slot."""
         return self.status is RoomStatus.CREATED and (
             len(self.slots) < MAX_SLOTS or any(slot.free for slot in self.slots)
         )
 
     @property
     def ready(self) -> bool:
+        """Both slots are filled: the game can start."""
         return len(self.slots) == MAX_SLOTS and all(slot.peer is not None for slot in self.slots)
 
     def slot_of(self, peer: Peer) -> Slot | None:
-        # The first slot wins when one connection holds both (official resolvePlayer).
+        """The slot `peer` plays in; the first one when it holds both (official
+        resolvePlayer)."""
         for slot in self.slots:
             if slot.peer is peer:
                 return slot
@@ -213,9 +241,31 @@ class _Member:
     admin: bool = False
     rooms: list[Room] = field(default_factory=list)  # as a player
     observing: list[Room] = field(default_factory=list)
+    probe: bool = False  # sent the health probe: its connection is logged at debug only
+    room_quota: Episode | None = None  # refused for maxRoomsPerConnection, until it fits again
+    # Requests that arrived while a failed login's answer is delayed (None: not delaying).
+    held: list[tuple[ClientPacket, float]] | None = None
+
+
+@dataclass(eq=False)
+class _LoginRecord:
+    """Failed admin logins of one remote address (trio times)."""
+
+    failures: deque[float] = field(default_factory=deque)
+    locked_until: float = -float("inf")
+    refused: int = 0  # during the current lockout
 
 
 class Lobby:
+    """The one state machine of the game server: every room, slot, reservation, admin and
+    observer, and each game's turns, pauses, steps, timeouts and result.
+
+    Connections call `connect`, `handle` (one parsed packet, stamped with the time its bytes
+    arrived) and `disconnect`; the lobby answers through `Peer.send`. Everything runs on the trio
+    thread and each call is atomic. `run()` must be running (timers, recording); `shutdown()`
+    ends every game with an aborted result. Finished games go to the `Recorder`.
+    """
+
     def __init__(self, settings: Settings, *, recorder: Recorder | None = None) -> None:
         self.settings = settings
         self.recorder = recorder if recorder is not None else Recorder.from_settings(settings)
@@ -231,6 +281,11 @@ class Lobby:
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
         self._soft_seconds = f"{settings.soft_timeout:g}"
+        self._logins: dict[str, _LoginRecord] = {}
+        self._room_limit = Episode("room limit reached: refusing new rooms", cap=settings.max_rooms)
+        self._prepared_limit = Episode(
+            "prepared room limit reached: refusing <prepare>", cap=settings.max_prepared_rooms
+        )
         self._handlers: dict[type, Callable[[Peer, _Member, object, float], None]] = {
             MovePacket: self._on_move,  # type: ignore[dict-item]
             Join: self._on_join,  # type: ignore[dict-item]
@@ -272,15 +327,21 @@ class Lobby:
     # ------------------------------------------------------------------ connections
 
     def connect(self, peer: Peer) -> None:
+        """A new connection: it may now send packets through `handle`."""
         self._members[peer] = _Member()
-        log.info("connection opened", peer=peer.name)
+        # Debug: the health probe connects every few seconds; a real client shows up at info
+        # with its first request (joined, refused, admin) and when it closes.
+        log.debug("connection opened", peer=peer.name)
 
     def disconnect(self, peer: Peer, cause: str) -> None:
-        """The connection is gone; a game it plays in ends with LEFT(cause) (spec §5.5)."""
+        """The connection is gone; a game it plays in ends with LEFT(cause) (§5.5)."""
         member = self._members.pop(peer, None)
         if member is None:
             return
-        log.info("connection closed", peer=peer.name, cause=cause)
+        if member.probe and not (member.admin or member.rooms or member.observing):
+            log.debug("connection closed", peer=peer.name, cause=cause)
+        else:
+            log.info("connection closed", peer=peer.name, cause=cause)
         self._admins.pop(peer, None)
         for room in member.observing:
             room.observers.pop(peer, None)
@@ -311,13 +372,25 @@ class Lobby:
         member = self._members.get(peer)
         if member is None:
             return
+        if member.held is not None:
+            # A failed login's answer is still delayed: later requests wait behind it, so
+            # the answers keep the order of the requests.
+            if len(member.held) >= MAX_HELD_PACKETS:
+                log.info("too many requests during a failed-login delay", peer=peer.name)
+                member.held = None
+                peer.close()
+                return
+            member.held.append((packet, received_at))
+            return
         handler = self._handlers.get(type(packet))
         try:
             if handler is None:
                 raise ClientError(f"{_RESCUABLE}: Unhandled Packet: {packet.java_repr()}")
             handler(peer, member, packet, received_at)
         except ClientError as error:
-            log.info("request refused", peer=peer.name, error=str(error))
+            (log.debug if error.quiet else log.info)(
+                "request refused", peer=peer.name, error=str(error)
+            )
             peer.send(ErrorPacket(str(error), packet))
 
     # ------------------------------------------------------------------ joining
@@ -327,6 +400,8 @@ class Lobby:
             raise ClientError(_unknown_game_type(packet.game_type))
         self._refuse_when_shutting_down()
         room = next(iter(self._joinable.values()), None)
+        if room is None or room not in member.rooms:
+            self._check_rooms_per_connection(peer, member)
         if room is None:
             room = self._create_room(
                 prepared=False,
@@ -346,20 +421,32 @@ class Lobby:
         self, peer: Peer, member: _Member, packet: JoinPrepared, now: float
     ) -> None:
         code = packet.reservation_code
-        found = self._reservations.pop(code, None) if code is not None else None
+        found = self._reservations.get(code) if code is not None else None
         if found is None:
             raise ClientError(
                 f"{_RESERVATION_EXCEPTION}: Couldn't find a reservation for the provided token."
             )
         room, slot = found
+        if room not in member.rooms:
+            self._check_rooms_per_connection(peer, member)
+        del self._reservations[code]  # type: ignore[arg-type]
         room.reservations.remove(code)  # type: ignore[arg-type]
         self._fill(room, slot, peer, member)
 
     def _on_join_room(self, peer: Peer, member: _Member, packet: JoinRoom, now: float) -> None:
-        room = self._room(packet.room_id)
+        room_id = packet.room_id
+        if room_id is not None and room_id.startswith(HEALTHCHECK_ROOM_PREFIX):
+            member.probe = True
+            if room_id not in self.rooms:
+                raise ClientError(
+                    f"{_ROOM_EXCEPTION}: Couldn't find a room with id {room_id}", quiet=True
+                )
+        room = self._room(room_id)
         slot = self._free_slot(room) if room.status is RoomStatus.CREATED else None
         if slot is None:
             raise ClientError(f"{_ROOM_EXCEPTION}: Room {room.id} is already full!")
+        if room not in member.rooms:
+            self._check_rooms_per_connection(peer, member)
         self._fill(room, slot, peer, member)
 
     def _free_slot(self, room: Room) -> Slot | None:
@@ -385,7 +472,55 @@ class Lobby:
         if room.ready:
             self._start(room)
 
+    def _check_rooms_per_connection(self, peer: Peer, member: _Member) -> None:
+        """Refuse a connection that would be in more than maxRoomsPerConnection rooms (rooms
+        still being recorded count: one connection must not pile up games)."""
+        cap = self.settings.max_rooms_per_connection
+        if len(member.rooms) < cap:
+            if member.room_quota is not None:
+                member.room_quota.relieved()
+                if not member.room_quota.active:
+                    member.room_quota = None
+            return
+        if member.room_quota is None:
+            member.room_quota = Episode(
+                "room limit per connection reached: refusing joins", peer=peer.name, cap=cap
+            )
+        member.room_quota.hit()
+        raise ClientError(
+            f"{_ROOM_EXCEPTION}: This connection is already in {len(member.rooms)} rooms, "
+            f"the server allows {cap} at once",
+            quiet=True,
+        )
+
+    def _check_room_capacity(self, *, prepared: bool) -> None:
+        """Refuse a new room over maxRooms (or a prepared one over maxPreparedRooms). Rooms
+        still being recorded count: they hold memory and a place in the recording queue."""
+        if len(self.rooms) >= self.settings.max_rooms:
+            self._room_limit.hit()
+            raise ClientError(
+                f"{_ROOM_EXCEPTION}: The server has {len(self.rooms)} open rooms, "
+                f"its limit; try again later",
+                quiet=True,
+            )
+        if prepared:
+            waiting = sum(
+                1
+                for room in self.rooms.values()
+                if room.prepared and room.status is RoomStatus.CREATED
+            )
+            if waiting >= self.settings.max_prepared_rooms:
+                self._prepared_limit.hit()
+                raise ClientError(
+                    f"{_ROOM_EXCEPTION}: The server has {waiting} prepared rooms that have not "
+                    f"started, its limit; try again later",
+                    quiet=True,
+                )
+            self._prepared_limit.relieved()
+        self._room_limit.relieved()
+
     def _create_room(self, *, prepared: bool, paused: bool, state: GameState) -> Room:
+        self._check_room_capacity(prepared=prepared)
         room = Room(
             id=str(uuid.uuid4()),
             state=state,
@@ -407,18 +542,101 @@ class Lobby:
     def _on_authenticate(
         self, peer: Peer, member: _Member, packet: Authenticate, now: float
     ) -> None:
+        address = _address_of(peer)
+        record = self._logins.get(address)
+        if record is not None and record.locked_until > now:
+            # Refused without looking at the password: guessing gains nothing here.
+            record.refused += 1
+            log.debug("admin login refused: address locked out", peer=peer.name)
+            remaining = record.locked_until - now
+            peer.send(
+                ErrorPacket(
+                    f"{_AUTH_FAILED}: Too many failed logins from {address}; "
+                    f"try again in {remaining:.0f} s",
+                    packet,
+                )
+            )
+            return
         expected = self.settings.password
         given = packet.password
         # compare_digest: the time taken does not reveal how much of the password matched.
         if (
-            expected is None
-            or given is None
-            or not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+            expected is not None
+            and given is not None
+            and hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
         ):
-            raise ClientError(f"{_AUTH_FAILED}: Failed to authenticate as administrator")
-        member.admin = True
-        self._admins[peer] = None
-        log.info("admin authenticated", peer=peer.name)
+            member.admin = True
+            self._admins[peer] = None
+            log.info("admin authenticated", peer=peer.name)
+            return
+        self._login_failed(peer, member, address, packet, now)
+
+    def _login_failed(
+        self, peer: Peer, member: _Member, address: str, packet: Authenticate, now: float
+    ) -> None:
+        """Count the failure of `address`; lock it out after loginFailures within the window.
+        The answer comes after loginFailureDelay (a timer: the lobby is not blocked)."""
+        record = self._logins.pop(address, None) or _LoginRecord()
+        self._logins[address] = record  # most recent last: the oldest are forgotten first
+        if len(self._logins) > MAX_LOGIN_RECORDS:
+            self._forget_logins(now)
+        failures = record.failures
+        window = self.settings.login_failure_window
+        while failures and failures[0] <= now - window:
+            failures.popleft()
+        failures.append(now)
+        lockout = self.settings.login_lockout
+        if lockout > 0 and len(failures) >= self.settings.login_failures:
+            failures.clear()
+            record.locked_until = now + lockout
+            record.refused = 0
+            log.warning(
+                "admin login locked out: too many failures",
+                address=address,
+                failures=self.settings.login_failures,
+                window_seconds=window,
+                seconds=lockout,
+            )
+            self.timers.call_at(record.locked_until, lambda: self._lockout_over(address, record))
+        else:
+            log.info("admin login failed", peer=peer.name, failures=len(failures))
+        error = ErrorPacket(f"{_AUTH_FAILED}: Failed to authenticate as administrator", packet)
+        delay = self.settings.login_failure_delay
+        if delay > 0:
+            member.held = []
+            self.timers.call_later(delay, lambda: self._answer_failed_login(peer, member, error))
+        else:
+            peer.send(error)
+
+    def _answer_failed_login(self, peer: Peer, member: _Member, error: ErrorPacket) -> None:
+        """The delay is over: answer, then handle what the connection sent meanwhile."""
+        if self._members.get(peer) is not member or member.held is None:
+            return  # gone (or closed for flooding)
+        peer.send(error)
+        held, member.held = member.held, None
+        for index, (packet, received_at) in enumerate(held):
+            self.handle(peer, packet, received_at)
+            if member.held is not None:  # another failed login: the rest waits behind it
+                member.held.extend(held[index + 1 :])
+                return
+
+    def _lockout_over(self, address: str, record: _LoginRecord) -> None:
+        if record.locked_until > trio.current_time():
+            return  # locked out again meanwhile: that lockout's own timer reports it
+        log.info("admin login lockout over", address=address, refused=record.refused)
+        if self._logins.get(address) is record and not record.failures:
+            del self._logins[address]
+
+    def _forget_logins(self, now: float) -> None:
+        """Drop records that no longer matter; if still too many, the oldest."""
+        window = self.settings.login_failure_window
+        for address, record in list(self._logins.items()):
+            if record.locked_until <= now and (
+                not record.failures or record.failures[-1] <= now - window
+            ):
+                del self._logins[address]
+        while len(self._logins) > MAX_LOGIN_RECORDS:
+            del self._logins[next(iter(self._logins))]
 
     def _require_admin(self, member: _Member, packet: ClientPacket) -> None:
         if not member.admin:
@@ -471,7 +689,7 @@ class Lobby:
         room.paused = packet.pause
         self._to_observers(room, Paused(room.id, packet.pause))
         log.info("pause", room=room.id, pause=packet.pause)
-        # Unpausing while no move is requested continues the game at once (spec §4.2/§4.3);
+        # Unpausing while no move is requested continues the game at once (§4.2/§4.3);
         # pausing takes effect after the pending move.
         if not packet.pause and room.status is RoomStatus.ACTIVE and room.pending is None:
             self._step(room)
@@ -588,7 +806,7 @@ class Lobby:
             return
         room.pending = None
         log.info("hard timeout", room=room.id, team=pending.slot.team.name)
-        # The official text names the soft limit here too (spec §5.6); kept for compatibility.
+        # The official text names the soft limit here too (§5.6); kept for compatibility.
         pending.slot.violate(Violation(ViolationKind.HARD_TIMEOUT, self._soft_seconds))
         self._finish(room)
 
@@ -602,7 +820,7 @@ class Lobby:
             raise ClientError(f"{_ROOM_EXCEPTION}: Client is not a member of game {room.id}")
         pending = room.pending
         # Official onAction checks the turn first, whatever the room's status: also before the
-        # start and while paused (spec §5.3 step 2). A team without a slot yet (a <join> room
+        # start and while paused (§5.3 step 2). A team without a slot yet (a <join> room
         # started from an odd turn) cannot be "expected"; that move is simply not requested.
         team = room.state.current_team
         if slot.team is not team and team.value < len(room.slots):
@@ -666,7 +884,7 @@ class Lobby:
     # ------------------------------------------------------------------ ends
 
     def _cancel(self, room: Room) -> None:
-        """Official GameRoom.cancel: empty slots count as never connected (spec §5.9)."""
+        """Official GameRoom.cancel: empty slots count as never connected (§5.9)."""
         for slot in room.slots:
             if slot.peer is None:
                 slot.violate(Violation(ViolationKind.LEFT, NOT_CONNECTED))
@@ -781,7 +999,15 @@ class Lobby:
             observer.send(message)
 
 
+def _address_of(peer: Peer) -> str:
+    """The remote address failed logins are counted for (a connection's `address`; fakes in
+    tests have only a name)."""
+    address = getattr(peer, "address", None)
+    return address if isinstance(address, str) and address else peer.name
+
+
 def wall_clock_reason(limit: float) -> str:
+    """The result's reason when a game ran past the wall-clock limit (not official)."""
     return f"Das Spiel wurde abgebrochen: es hat länger als {limit:g} Sekunden gedauert"
 
 

@@ -17,7 +17,7 @@ from socha.api.networking.game_client import IClientHandler
 from socha.starter import Starter
 
 
-class RandomLogic(IClientHandler):
+class RandomLogic(IClientHandler):  # type: ignore[misc]  # socha is Any to mypy
     def __init__(self, report_path: str | None, seed: int | None) -> None:
         self.report_path = report_path
         self.random = random.Random(seed)
@@ -74,7 +74,7 @@ class RandomLogic(IClientHandler):
 def main() -> None:
     # The starter asks PyPI for a newer socha on every start, without a timeout (and would
     # recommend 5.x, the wrong game): never useful for a test bot.
-    Starter.check_socha_version = staticmethod(lambda: None)  # type: ignore[method-assign]
+    Starter.check_socha_version = staticmethod(lambda: None)
     seed = os.environ.get("BOT_SEED")
     logic = RandomLogic(os.environ.get("BOT_REPORT"), int(seed) if seed else None)
     Starter(logic=logic)  # parses sys.argv, plays, and exits via sys.exit(0)

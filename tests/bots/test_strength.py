@@ -28,7 +28,7 @@ SEARCH_NODES = 200  # positions per move: about depth 2, a few dozen millisecond
 def sign_test_p(wins: int, losses: int) -> float:
     """One-sided p-value: the chance of at least `wins` of `wins + losses` fair coin flips."""
     trials = wins + losses
-    return sum(comb(trials, k) for k in range(wins, trials + 1)) / 2**trials
+    return float(sum(comb(trials, k) for k in range(wins, trials + 1)) / 2**trials)
 
 
 def test_sign_test_matches_known_values() -> None:

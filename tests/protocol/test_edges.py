@@ -162,7 +162,9 @@ def test_official_sized_errors_are_not_cut() -> None:
 # --- broken XML that libxml2 would wait on forever ------------------------------------------
 
 
-def _outcome(chunks: list[bytes], limits: ProtocolLimits | None = None) -> tuple[list, str]:
+def _outcome(
+    chunks: list[bytes], limits: ProtocolLimits | None = None
+) -> tuple[list[ClientPacket], str]:
     """Events and the error (or "NEED_DATA") after feeding `chunks` one by one."""
     conn = ServerConnection(limits)
     events: list[ClientPacket] = []

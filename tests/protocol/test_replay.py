@@ -8,7 +8,7 @@ import pytest
 
 from engine import Direction, FieldState, GameResult, GameState, Move, PlayerEntry, Team
 from protocol import RemoteProtocolError
-from protocol.messages import Memento, ResultMessage, RoomError
+from protocol.messages import Memento, ReplayPacket, ResultMessage, RoomError
 from protocol.replay import gunzip_bounded, read_replay, write_replay
 
 # A replay in the official form, written out by hand: "<protocol>\n", each packet at
@@ -98,7 +98,7 @@ RESULT = GameResult(
     False,
     "Regelverletzung von Marta: X",
 )
-PACKETS = [
+PACKETS: list[ReplayPacket] = [
     Memento("PLACEHOLDERID", STATE0),
     Memento("PLACEHOLDERID", STATE1),
     RoomError("PLACEHOLDERID", "Ungueltiger Zug von 'Marta'.\nX", Move(2, 0, Direction.RIGHT)),

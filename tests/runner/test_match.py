@@ -24,21 +24,14 @@ from runner.cli import main
 from runner.game import left_the_game
 from runner.options import MatchError, distinct_names, parse_options
 from runner.scores import PlayerScore, first_player, player_at
-from server.config import Settings
+from tests.helpers.process import TEST_BOTS, environment
+from tests.helpers.server import running_server
 
-REPO = Path(__file__).resolve().parents[2]
-FAST_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "fast_bot.py")])
-SOCHA_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "random_bot.py")])
+FAST_BOT = shlex.join([sys.executable, str(TEST_BOTS / "fast_bot.py")])
+SOCHA_BOT = shlex.join([sys.executable, str(TEST_BOTS / "random_bot.py")])
 
 # Every test has a limit: the pytest-timeout one below, and trio.fail_after around each run.
 pytestmark = pytest.mark.timeout(90)
-
-
-def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    # Run the code of this checkout, whatever the installed package points at.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    return env
 
 
 @dataclass
@@ -367,11 +360,8 @@ async def test_ctrl_c_kills_the_bots_and_prints_the_score(tmp_path: Path) -> Non
 
 
 async def test_running_server_with_password(tmp_path: Path) -> None:
-    from server.app import serve
-
-    settings = Settings(port=0, password="s3cret")
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(serve, settings)
+    async with running_server(password="s3cret") as server:
+        port = server.port
         bots = ["--player1", FAST_BOT, "--player2", FAST_BOT, "--port", str(port)]
 
         wrong = await run_match(tmp_path, *bots, "--password", "nope", limit=20)
@@ -393,7 +383,6 @@ async def test_running_server_with_password(tmp_path: Path) -> None:
         assert not (tmp_path / "log" / "server.log").exists()  # no server of its own
         # No server-measured times from a server we did not start: the report says whose.
         assert "Move times (measured by the observer" in good.stdout
-        nursery.cancel_scope.cancel()
 
 
 async def test_unreachable_server(tmp_path: Path) -> None:

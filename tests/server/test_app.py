@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import socket
 
-from server.app import _reachable_host
+from server.app import Admission, _reachable_host
+from server.config import Settings
 
 
 def test_connect_hint_names_this_machine_when_listening_everywhere() -> None:
@@ -12,3 +13,32 @@ def test_connect_hint_names_this_machine_when_listening_everywhere() -> None:
     assert _reachable_host("::") == socket.gethostname()
     assert _reachable_host("127.0.0.1") == "127.0.0.1"
     assert _reachable_host("gameserver") == "gameserver"
+
+
+async def test_admission_counts_per_address_and_in_total() -> None:
+    settings = Settings(max_connections_per_address=2)
+    admission = Admission(settings, cap=5)
+    assert admission.admit("10.0.0.1") is None
+    assert admission.admit("::ffff:10.0.0.1") is None  # the same address, spelled as IPv6
+    refusal = admission.admit("10.0.0.1")
+    assert refusal is not None and "Too many connections from 10.0.0.1" in refusal
+    assert admission.admit("10.0.0.2") is None
+    # Loopback is exempt from the per-address cap, not from the total.
+    assert admission.admit("127.0.0.1") is None
+    assert admission.admit("127.0.0.1") is None
+    refusal = admission.admit("127.0.0.1")
+    assert refusal is not None and "accepts 5 at once" in refusal
+    assert admission.total_episode.refused_total == 1
+    admission.release("10.0.0.1")
+    assert admission.admit("10.0.0.1") is None
+    for host in ("10.0.0.1", "::ffff:10.0.0.1", "10.0.0.2", "127.0.0.1", "127.0.0.1"):
+        admission.release(host)
+    assert admission.total == 0 and admission.by_address == {}
+
+
+async def test_admission_limits_loopback_when_told() -> None:
+    settings = Settings(max_connections_per_address=1, per_address_limit_on_loopback=True)
+    admission = Admission(settings, cap=5)
+    assert admission.admit("127.0.0.1") is None
+    assert admission.admit("127.0.0.1") is not None
+    assert admission.admit("::1") is None  # another address

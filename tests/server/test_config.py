@@ -1,4 +1,4 @@
-"""server.properties parsing and the command line (spec §7.1, §7.2)."""
+"""server.properties parsing and the command line (docs/protocol.md §7.1, §7.2)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from server.config import (
     ConfigError,
     Settings,
     load_settings,
-    parse_properties,
     parse_settings,
     property_keys,
 )
+from server.properties import parse_properties
 
 
 def write_properties(directory: Path, text: str, name: str = "server.properties") -> Path:

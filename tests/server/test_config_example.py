@@ -5,9 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from server.config import Settings, load_settings, parse_properties, property_keys
+from server.config import Settings, load_settings, property_keys
+from server.properties import parse_properties
+from tests.helpers.process import REPO
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "server.properties.example"
+EXAMPLE = REPO / "server.properties.example"
 
 
 def test_example_loads_to_the_defaults(tmp_path: Path) -> None:

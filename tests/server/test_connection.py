@@ -19,12 +19,13 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.connection import Connection
-
-from .conftest import FakePeer, Harness
-from .rawclient import RawClient, ServerClosed
+from tests.helpers.lobby import FakePeer, Harness, HarnessFactory
+from tests.helpers.rawclient import RawClient, ServerClosed
 
 
 async def connect(nursery: trio.Nursery, harness: Harness, *, lockstep: bool = False) -> RawClient:
+    client_stream: trio.abc.Stream
+    server_stream: trio.abc.Stream
     if lockstep:
         client_stream, server_stream = trio.testing.lockstep_stream_pair()
     else:
@@ -34,7 +35,9 @@ async def connect(nursery: trio.Nursery, harness: Harness, *, lockstep: bool = F
     return RawClient(client_stream)
 
 
-async def test_stream_starts_exactly_like_the_official_server(make_harness, nursery) -> None:
+async def test_stream_starts_exactly_like_the_official_server(
+    make_harness: HarnessFactory, nursery: trio.Nursery
+) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness)
     await client.send_raw(b"<protocol>\n  <join/>\n")
@@ -42,7 +45,9 @@ async def test_stream_starts_exactly_like_the_official_server(make_harness, nurs
     assert bytes(client.raw) == f'<protocol>\n  <joined roomId="{joined.room_id}"/>'.encode()
 
 
-async def test_close_request_ends_the_stream_and_the_opponent_wins(make_harness, nursery) -> None:
+async def test_close_request_ends_the_stream_and_the_opponent_wins(
+    make_harness: HarnessFactory, nursery: trio.Nursery
+) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness)
     opponent = harness.peer("opponent")
@@ -53,7 +58,7 @@ async def test_close_request_ends_the_stream_and_the_opponent_wins(make_harness,
         await client.receive_until(MoveRequest)
         await client.send(CloseRequest())
         await client.expect_closed()
-    # No <close/> answer, just the end of the document (spec §1.3).
+    # No <close/> answer, just the end of the document (docs/protocol.md §1.3).
     assert b"<close/>" not in client.raw
     result = opponent.of(ResultMessage)[0].result
     assert result.winner is Team.TWO
@@ -62,7 +67,9 @@ async def test_close_request_ends_the_stream_and_the_opponent_wins(make_harness,
     assert opponent.messages[-1] == Left(room_id)
 
 
-async def test_eof_mid_game_is_a_lost_connection(make_harness, nursery) -> None:
+async def test_eof_mid_game_is_a_lost_connection(
+    make_harness: HarnessFactory, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness)
     opponent = harness.peer("opponent")
@@ -79,7 +86,7 @@ async def test_eof_mid_game_is_a_lost_connection(make_harness, nursery) -> None:
 
 
 async def test_garbage_gets_an_errorpacket_then_the_connection_closes(
-    make_harness, nursery
+    make_harness: HarnessFactory, nursery: trio.Nursery
 ) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness)
@@ -99,7 +106,7 @@ async def test_garbage_gets_an_errorpacket_then_the_connection_closes(
 
 
 async def test_broken_xml_from_a_stranger_closes_only_that_connection(
-    make_harness, nursery
+    make_harness: HarnessFactory, nursery: trio.Nursery
 ) -> None:
     harness: Harness = await make_harness()
     bad, good = await connect(nursery, harness), await connect(nursery, harness)
@@ -111,7 +118,9 @@ async def test_broken_xml_from_a_stranger_closes_only_that_connection(
         await good.expect(Joined)
 
 
-async def test_oversized_packet_is_a_protocol_error(make_harness, nursery) -> None:
+async def test_oversized_packet_is_a_protocol_error(
+    make_harness: HarnessFactory, nursery: trio.Nursery
+) -> None:
     harness: Harness = await make_harness(max_packet_bytes=1024)
     client = await connect(nursery, harness)
     with trio.fail_after(5):
@@ -120,7 +129,9 @@ async def test_oversized_packet_is_a_protocol_error(make_harness, nursery) -> No
         await client.expect_closed()
 
 
-async def test_idle_connection_in_no_room_is_closed(make_harness, nursery, autojump_clock) -> None:
+async def test_idle_connection_in_no_room_is_closed(
+    make_harness: HarnessFactory, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
     harness: Harness = await make_harness(idle_timeout=30)
     idle = await connect(nursery, harness)
     waiting = await connect(nursery, harness)
@@ -139,7 +150,7 @@ async def test_idle_connection_in_no_room_is_closed(make_harness, nursery, autoj
 
 
 async def test_a_player_gets_the_full_idle_timeout_after_its_game_ended(
-    make_harness, nursery, autojump_clock
+    make_harness: HarnessFactory, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     # Found by the chaos test: the idle period was counted from the last check while the
     # player was busy, so a bot whose long game had just ended could be closed at once,
@@ -166,7 +177,7 @@ async def test_a_player_gets_the_full_idle_timeout_after_its_game_ended(
 
 
 async def test_after_left_the_server_waits_for_the_client(
-    make_harness, nursery, autojump_clock
+    make_harness: HarnessFactory, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     harness: Harness = await make_harness(idle_timeout=0)
     client = await connect(nursery, harness)
@@ -184,7 +195,9 @@ async def test_after_left_the_server_waits_for_the_client(
         await client.expect_closed()
 
 
-async def test_slow_reader_is_disconnected_without_hurting_the_game(make_harness, nursery) -> None:
+async def test_slow_reader_is_disconnected_without_hurting_the_game(
+    make_harness: HarnessFactory, nursery: trio.Nursery
+) -> None:
     harness: Harness = await make_harness(send_buffer_messages=4, password="pw")
     observer = await connect(nursery, harness, lockstep=True)
     one, two = harness.peer("one"), harness.peer("two")
@@ -210,7 +223,7 @@ async def test_slow_reader_is_disconnected_without_hurting_the_game(make_harness
 
 
 async def test_request_waiting_in_the_server_does_not_count_against_the_bot(
-    make_harness, nursery, autojump_clock
+    make_harness: HarnessFactory, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness, lockstep=True)
@@ -231,7 +244,9 @@ async def test_request_waiting_in_the_server_does_not_count_against_the_bot(
     assert not opponent.of(ResultMessage)
 
 
-async def test_an_unknown_client_packet_is_not_fatal(make_harness, nursery) -> None:
+async def test_an_unknown_client_packet_is_not_fatal(
+    make_harness: HarnessFactory, nursery: trio.Nursery
+) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness)
     with trio.fail_after(5):
@@ -242,7 +257,9 @@ async def test_an_unknown_client_packet_is_not_fatal(make_harness, nursery) -> N
         await client.expect(Joined)
 
 
-async def test_server_close_flushes_and_ends_the_stream(make_harness, nursery) -> None:
+async def test_server_close_flushes_and_ends_the_stream(
+    make_harness: HarnessFactory, nursery: trio.Nursery
+) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness)
     with trio.fail_after(5):
@@ -259,7 +276,9 @@ async def test_server_close_flushes_and_ends_the_stream(make_harness, nursery) -
         raise AssertionError("the stream should be over")
 
 
-async def test_a_connection_cancelled_from_outside_leaves_the_lobby(make_harness) -> None:
+async def test_a_connection_cancelled_from_outside_leaves_the_lobby(
+    make_harness: HarnessFactory,
+) -> None:
     harness: Harness = await make_harness()
     opponent = harness.peer("opponent")
     client_stream, server_stream = trio.testing.memory_stream_pair()

@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from server import healthcheck
+from tests.helpers.server import running_server
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -37,7 +38,7 @@ async def _read_until(stream: trio.SocketStream, marker: bytes) -> bytes:
 
 
 def _official_answer(request: bytes) -> bytes:
-    """What the official server sends for a joinRoom to an unknown room (spec §1.2, §3.9)."""
+    """What the official server sends for a joinRoom to an unknown room (§1.2, §3.9)."""
     room_id = request.split(b'roomId="')[1].split(b'"')[0]
     return (
         b'<protocol>\n  <errorpacket message="sc.api.plugins.exceptions.GameRoomException: '
@@ -144,13 +145,8 @@ async def test_command_line_entry_point_on_a_dead_port() -> None:
 
 
 async def test_healthy_against_the_real_server(tmp_path: Path) -> None:
-    from server.app import serve
-    from server.config import Settings
-
-    settings = Settings(host="127.0.0.1", port=0, replay_dir=tmp_path / "replays")
-    stop = trio.Event()
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(partial(serve, settings, stop=stop, handle_signals=False))
+    async with running_server(replay_dir=tmp_path / "replays") as server:
+        port = server.port
         with trio.fail_after(10):
             assert await _check(port) == 0
             # An errorpacket (not <joined>) means no room was opened for the probe, and the
@@ -168,4 +164,3 @@ async def test_healthy_against_the_real_server(tmp_path: Path) -> None:
             )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith(b"healthy")
-        stop.set()

@@ -1,4 +1,4 @@
-"""The lobby state machine with fake peers (spec §4, §5, §6): joins, game flow, violations."""
+"""The lobby state machine with fake peers (§4, §5, §6): joins, game flow, violations."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import trio
+import trio.testing
 
 from engine import Direction, GameState, Move, MoveMistake, Team
 from protocol import GAME_TYPE
@@ -30,28 +31,14 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from protocol.replay import read_replay
-
-from .conftest import FakePeer, Harness
+from tests.helpers.lobby import Harness, HarnessFactory, result_of, start_game
 
 PASSWORD = "secret"
 
 
-async def start_game(make_harness, **settings) -> tuple[Harness, FakePeer, FakePeer, str]:
-    harness: Harness = await make_harness(**settings)
-    one, two = harness.peer("one"), harness.peer("two")
-    harness.send(one, Join())
-    harness.send(two, Join(GAME_TYPE))
-    room_id = one.of(Joined)[0].room_id
-    return harness, one, two, room_id
-
-
-def result_of(peer: FakePeer) -> ResultMessage:
-    results = peer.of(ResultMessage)
-    assert len(results) == 1, peer.messages
-    return results[0]
-
-
-async def test_join_creates_room_and_second_join_starts_the_game(make_harness) -> None:
+async def test_join_creates_room_and_second_join_starts_the_game(
+    make_harness: HarnessFactory,
+) -> None:
     harness: Harness = await make_harness(password=PASSWORD)
     admin, one, two = harness.peer("admin"), harness.peer("one"), harness.peer("two")
     harness.send(admin, Authenticate(PASSWORD))
@@ -73,11 +60,11 @@ async def test_join_creates_room_and_second_join_starts_the_game(make_harness) -
         WelcomeMessage(room_id, Team.TWO),
         Memento(room_id, state),
     ]
-    # joinedGameRoom goes out after the game start (spec §3.2, §4.1 row 6).
+    # joinedGameRoom goes out after the game start (docs/protocol.md §3.2, §4.1 row 6).
     assert admin.messages[1:] == [JoinedGameRoom(room_id, 2)]
 
 
-async def test_third_player_gets_a_new_room(make_harness) -> None:
+async def test_third_player_gets_a_new_room(make_harness: HarnessFactory) -> None:
     harness, _one, _, room_id = await start_game(make_harness)
     three = harness.peer("three")
     harness.send(three, Join())
@@ -87,7 +74,9 @@ async def test_third_player_gets_a_new_room(make_harness) -> None:
     assert set(harness.lobby.rooms) == {room_id, joined.room_id}
 
 
-async def test_unknown_game_type_is_refused_with_the_known_types(make_harness) -> None:
+async def test_unknown_game_type_is_refused_with_the_known_types(
+    make_harness: HarnessFactory,
+) -> None:
     harness: Harness = await make_harness()
     peer = harness.peer("p")
     harness.send(peer, Join("swc_2025_hase_und_igel"))
@@ -99,7 +88,7 @@ async def test_unknown_game_type_is_refused_with_the_known_types(make_harness) -
     assert harness.lobby.rooms == {}
 
 
-async def test_load_game_file_state_starts_join_rooms(make_harness) -> None:
+async def test_load_game_file_state_starts_join_rooms(make_harness: HarnessFactory) -> None:
     start = GameState.initial(seed=7).apply(GameState.initial(seed=7).legal_moves()[0])
     _harness, one, two, _ = await start_game(make_harness, start_state=start)
     assert one.last_state() == start
@@ -109,7 +98,7 @@ async def test_load_game_file_state_starts_join_rooms(make_harness) -> None:
 
 
 async def test_full_game_alternates_requests_and_ends_with_result_and_left(
-    make_harness, tmp_path: Path
+    make_harness: HarnessFactory, tmp_path: Path
 ) -> None:
     results_file = tmp_path / "results.jsonl"
     harness, one, two, room_id = await start_game(make_harness, results_file=results_file)
@@ -140,7 +129,7 @@ async def test_full_game_alternates_requests_and_ends_with_result_and_left(
     assert record["reason"] == result.reason
 
 
-async def test_left_connection_is_not_closed_by_the_server(make_harness) -> None:
+async def test_left_connection_is_not_closed_by_the_server(make_harness: HarnessFactory) -> None:
     harness, one, two, room_id = await start_game(make_harness)
     harness.send(harness.peer("admin"), Authenticate("examplepassword"))
     admin = next(iter(harness.lobby._admins))
@@ -151,7 +140,9 @@ async def test_left_connection_is_not_closed_by_the_server(make_harness) -> None
     assert not one.closed and not two.closed
 
 
-async def test_rule_violation_sends_room_error_to_mover_and_observers(make_harness) -> None:
+async def test_rule_violation_sends_room_error_to_mover_and_observers(
+    make_harness: HarnessFactory,
+) -> None:
     harness, one, two, room_id = await start_game(make_harness)
     observer = harness.peer("observer")
     harness.send(observer, Authenticate("examplepassword"))
@@ -176,7 +167,7 @@ async def test_rule_violation_sends_room_error_to_mover_and_observers(make_harne
     assert result_of(one) == result_of(observer)
 
 
-async def test_start_outside_the_board_is_a_rule_violation(make_harness) -> None:
+async def test_start_outside_the_board_is_a_rule_violation(make_harness: HarnessFactory) -> None:
     harness, one, two, room_id = await start_game(make_harness)
     move = Move(-1, 42, Direction.RIGHT)
     harness.move(one, room_id, move)
@@ -185,7 +176,7 @@ async def test_start_outside_the_board_is_a_rule_violation(make_harness) -> None
     assert result_of(two).result.winner is Team.TWO
 
 
-async def test_not_your_turn_is_a_process_violation(make_harness) -> None:
+async def test_not_your_turn_is_a_process_violation(make_harness: HarnessFactory) -> None:
     harness, one, two, room_id = await start_game(make_harness)
     move = Move(1, 0, Direction.UP)
     harness.move(two, room_id, move)
@@ -197,7 +188,9 @@ async def test_not_your_turn_is_a_process_violation(make_harness) -> None:
     assert result.reason == f"Missachtung des Spielablaufs von TWO: {message}"
 
 
-async def test_unrequested_move_in_a_paused_game_is_a_process_violation(make_harness) -> None:
+async def test_unrequested_move_in_a_paused_game_is_a_process_violation(
+    make_harness: HarnessFactory,
+) -> None:
     harness, one, two, room_id = await start_game(make_harness, paused=True)
     assert not one.of(Memento) and not one.of(MoveRequest)  # paused: observers only
     move = GameState.initial(seed=1).legal_moves()[0]
@@ -207,7 +200,9 @@ async def test_unrequested_move_in_a_paused_game_is_a_process_violation(make_har
     assert result_of(two).result.winner is Team.TWO
 
 
-async def test_moves_for_unknown_rooms_and_from_strangers_get_errorpackets(make_harness) -> None:
+async def test_moves_for_unknown_rooms_and_from_strangers_get_errorpackets(
+    make_harness: HarnessFactory,
+) -> None:
     harness, one, _two, room_id = await start_game(make_harness)
     stranger = harness.peer("stranger")
     move = Move(0, 1, Direction.RIGHT)
@@ -232,7 +227,9 @@ async def test_moves_for_unknown_rooms_and_from_strangers_get_errorpackets(make_
     assert not one.of(ResultMessage) and room_id in harness.lobby.rooms
 
 
-async def test_join_room_fills_the_open_slot_and_refuses_a_full_room(make_harness) -> None:
+async def test_join_room_fills_the_open_slot_and_refuses_a_full_room(
+    make_harness: HarnessFactory,
+) -> None:
     harness: Harness = await make_harness()
     one, two, three = harness.peer("one"), harness.peer("two"), harness.peer("three")
     harness.send(one, Join())
@@ -248,7 +245,7 @@ async def test_join_room_fills_the_open_slot_and_refuses_a_full_room(make_harnes
     )
 
 
-async def test_disconnect_mid_game_lets_the_opponent_win(make_harness) -> None:
+async def test_disconnect_mid_game_lets_the_opponent_win(make_harness: HarnessFactory) -> None:
     harness, one, two, room_id = await start_game(make_harness)
     harness.lobby.disconnect(one, "LOST_CONNECTION")
     result = result_of(two).result
@@ -262,7 +259,9 @@ async def test_disconnect_mid_game_lets_the_opponent_win(make_harness) -> None:
     assert room_id not in harness.lobby.rooms
 
 
-async def test_lone_player_leaving_before_the_start_removes_the_room(make_harness) -> None:
+async def test_lone_player_leaving_before_the_start_removes_the_room(
+    make_harness: HarnessFactory,
+) -> None:
     harness: Harness = await make_harness()
     one = harness.peer("one")
     harness.send(one, Join())
@@ -276,7 +275,7 @@ async def test_lone_player_leaving_before_the_start_removes_the_room(make_harnes
     assert two.of(Joined)[0].room_id != room_id
 
 
-async def test_disconnect_after_the_game_changes_nothing(make_harness) -> None:
+async def test_disconnect_after_the_game_changes_nothing(make_harness: HarnessFactory) -> None:
     harness, one, two, _room_id = await start_game(make_harness)
     harness.lobby.disconnect(one, "LOST_CONNECTION")
     await harness.settle()
@@ -287,7 +286,7 @@ async def test_disconnect_after_the_game_changes_nothing(make_harness) -> None:
     assert not harness.lobby.is_busy(two)
 
 
-async def test_busy_tracks_rooms_and_admin_role(make_harness) -> None:
+async def test_busy_tracks_rooms_and_admin_role(make_harness: HarnessFactory) -> None:
     harness: Harness = await make_harness()
     one, admin = harness.peer("one"), harness.peer("admin")
     assert not harness.lobby.is_busy(one)
@@ -297,7 +296,7 @@ async def test_busy_tracks_rooms_and_admin_role(make_harness) -> None:
     assert harness.lobby.is_busy(admin)
 
 
-async def test_same_connection_may_fill_both_slots(make_harness) -> None:
+async def test_same_connection_may_fill_both_slots(make_harness: HarnessFactory) -> None:
     harness: Harness = await make_harness()
     both = harness.peer("both")
     harness.send(both, Join())
@@ -310,7 +309,9 @@ async def test_same_connection_may_fill_both_slots(make_harness) -> None:
     ]
 
 
-async def test_move_while_game_over_is_pending_removal_is_refused(make_harness) -> None:
+async def test_move_while_game_over_is_pending_removal_is_refused(
+    make_harness: HarnessFactory,
+) -> None:
     harness, one, two, room_id = await start_game(make_harness, results_file=None)
     harness.lobby.disconnect(two, "LOST_CONNECTION")
     # The room is over but still being recorded: the official race case of §3.9.
@@ -326,7 +327,9 @@ async def test_move_while_game_over_is_pending_removal_is_refused(make_harness) 
     assert one.of(ErrorPacket)[-1].message.endswith(f"Couldn't find a room with id {room_id}")
 
 
-async def test_timers_do_not_leak_after_games(make_harness, autojump_clock) -> None:
+async def test_timers_do_not_leak_after_games(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
     harness, one, _two, _room_id = await start_game(make_harness)
     harness.lobby.disconnect(one, "LOST_CONNECTION")
     await harness.settle()
@@ -337,7 +340,7 @@ async def test_timers_do_not_leak_after_games(make_harness, autojump_clock) -> N
 
 
 async def test_replay_holds_player_mementos_rule_error_and_result(
-    make_harness, tmp_path: Path
+    make_harness: HarnessFactory, tmp_path: Path
 ) -> None:
     harness, one, two, room_id = await start_game(
         make_harness, save_replay=True, replay_dir=tmp_path
@@ -359,7 +362,9 @@ async def test_replay_holds_player_mementos_rule_error_and_result(
     assert data.count(b'<data class="error"') == 1
 
 
-async def test_move_without_room_id_is_answered_like_the_official_server(make_harness) -> None:
+async def test_move_without_room_id_is_answered_like_the_official_server(
+    make_harness: HarnessFactory,
+) -> None:
     # `<room>` without roomId reads as null: "Couldn't find a room with id null", and the
     # connection and the game go on (protocol §3.9).
     harness, one, _two, room_id = await start_game(make_harness)

@@ -1,7 +1,9 @@
-"""Admin requests (spec §2, §4.2, §5.2, §5.4, §5.9): authenticate, prepare, observe, pause,
+"""Admin requests (§2, §4.2, §5.2, §5.4, §5.9): authenticate, prepare, observe, pause,
 step, cancel, and the errors they give."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -33,13 +35,12 @@ from protocol.messages import (
     ResultMessage,
     WelcomeMessage,
 )
-
-from .conftest import FakePeer, Harness
+from tests.helpers.lobby import FakePeer, Harness, HarnessFactory
 
 PASSWORD = "secret"
 
 
-async def admin_harness(make_harness, **settings) -> tuple[Harness, FakePeer]:
+async def admin_harness(make_harness: HarnessFactory, **settings: Any) -> tuple[Harness, FakePeer]:
     harness: Harness = await make_harness(password=PASSWORD, **settings)
     admin = harness.peer("admin")
     harness.send(admin, Authenticate(PASSWORD))
@@ -57,8 +58,11 @@ def prepare(
     return prepared.room_id, prepared.reservations
 
 
-async def test_wrong_password_is_refused_and_connection_stays_usable(make_harness) -> None:
-    harness: Harness = await make_harness(password=PASSWORD)
+async def test_wrong_password_is_refused_and_connection_stays_usable(
+    make_harness: HarnessFactory,
+) -> None:
+    # Answered at once here; the delay of failed logins is tested in test_limits.py.
+    harness: Harness = await make_harness(password=PASSWORD, login_failure_delay=0)
     peer = harness.peer("p")
     harness.send(peer, Authenticate("wrong"))
     harness.send(peer, Authenticate(None))
@@ -82,8 +86,8 @@ async def test_wrong_password_is_refused_and_connection_stays_usable(make_harnes
     )
 
 
-async def test_without_a_configured_password_nobody_is_admin(make_harness) -> None:
-    harness: Harness = await make_harness(password=None)
+async def test_without_a_configured_password_nobody_is_admin(make_harness: HarnessFactory) -> None:
+    harness: Harness = await make_harness(password=None, login_failure_delay=0)
     peer = harness.peer("p")
     harness.send(peer, Authenticate("examplepassword"))
     assert isinstance(peer.messages[0], ErrorPacket)
@@ -100,7 +104,9 @@ async def test_without_a_configured_password_nobody_is_admin(make_harness) -> No
         CancelRequest("r"),
     ],
 )
-async def test_admin_requests_need_authentication(make_harness, request_packet) -> None:
+async def test_admin_requests_need_authentication(
+    make_harness: HarnessFactory, request_packet: ClientPacket
+) -> None:
     harness: Harness = await make_harness(password=PASSWORD)
     peer = harness.peer("p")
     harness.send(peer, request_packet)
@@ -129,7 +135,7 @@ async def test_admin_requests_need_authentication(make_harness, request_packet) 
     ],
 )
 async def test_bad_admin_requests_get_a_clear_errorpacket(
-    make_harness, packet: ClientPacket, fragment: str
+    make_harness: HarnessFactory, packet: ClientPacket, fragment: str
 ) -> None:
     harness, admin = await admin_harness(make_harness)
     harness.send(admin, packet)
@@ -140,7 +146,9 @@ async def test_bad_admin_requests_get_a_clear_errorpacket(
     assert harness.lobby.rooms == {}
 
 
-async def test_prepare_gives_one_reservation_per_reserved_slot_in_order(make_harness) -> None:
+async def test_prepare_gives_one_reservation_per_reserved_slot_in_order(
+    make_harness: HarnessFactory,
+) -> None:
     harness, admin = await admin_harness(make_harness)
     slots = (SlotDescriptor("supreme", False, True), SlotDescriptor("human", True, False))
     harness.send(admin, Prepare(None, False, slots))
@@ -159,7 +167,9 @@ async def test_prepare_gives_one_reservation_per_reserved_slot_in_order(make_har
     assert not admin.of(JoinedGameRoom)
 
 
-async def test_reservations_map_to_their_slot_whatever_the_join_order(make_harness) -> None:
+async def test_reservations_map_to_their_slot_whatever_the_join_order(
+    make_harness: HarnessFactory,
+) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, (first, second) = prepare(harness, admin)
     late, early = harness.peer("late"), harness.peer("early")
@@ -170,7 +180,7 @@ async def test_reservations_map_to_their_slot_whatever_the_join_order(make_harne
     assert late.messages[-1] == MoveRequest(room_id)
 
 
-async def test_a_reservation_is_redeemed_once(make_harness) -> None:
+async def test_a_reservation_is_redeemed_once(make_harness: HarnessFactory) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, (first, _) = prepare(harness, admin)
     one, copycat = harness.peer("one"), harness.peer("copycat")
@@ -185,7 +195,7 @@ async def test_a_reservation_is_redeemed_once(make_harness) -> None:
     )
 
 
-async def test_plain_join_never_takes_a_reserved_slot(make_harness) -> None:
+async def test_plain_join_never_takes_a_reserved_slot(make_harness: HarnessFactory) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, _ = prepare(harness, admin)
     joiner = harness.peer("joiner")
@@ -193,7 +203,7 @@ async def test_plain_join_never_takes_a_reserved_slot(make_harness) -> None:
     assert joiner.of(Joined)[0].room_id != room_id
 
 
-async def test_paused_prepared_game_with_step_and_unpause(make_harness) -> None:
+async def test_paused_prepared_game_with_step_and_unpause(make_harness: HarnessFactory) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, (first, second) = prepare(harness, admin, pause=True)
     harness.send(admin, Observe(room_id))
@@ -204,12 +214,12 @@ async def test_paused_prepared_game_with_step_and_unpause(make_harness) -> None:
     # Paused start: welcome to players, the first memento to observers only, no request.
     assert one.messages == [Joined(room_id), WelcomeMessage(room_id, Team.ONE)]
     initial = admin.last_state()
-    assert admin.messages[-1] == Memento(room_id, initial)
+    assert admin.messages[-1:] == [Memento(room_id, initial)]
 
     harness.send(admin, StepRequest(room_id, False))
     assert one.messages[-2:] == [Memento(room_id, initial), MoveRequest(room_id)]
     assert two.messages[-1] == Memento(room_id, initial)
-    assert admin.messages[-1] == Memento(room_id, initial)
+    assert admin.messages[-1:] == [Memento(room_id, initial)]
 
     harness.move(one, room_id, initial.legal_moves()[0])
     after = admin.last_state()
@@ -226,7 +236,7 @@ async def test_paused_prepared_game_with_step_and_unpause(make_harness) -> None:
 
 
 async def test_pause_while_a_request_is_pending_takes_effect_after_the_move(
-    make_harness,
+    make_harness: HarnessFactory,
 ) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, (first, second) = prepare(harness, admin)
@@ -246,7 +256,7 @@ async def test_pause_while_a_request_is_pending_takes_effect_after_the_move(
     assert not two.of(MoveRequest)
 
 
-async def test_step_on_a_running_game_is_ignored(make_harness) -> None:
+async def test_step_on_a_running_game_is_ignored(make_harness: HarnessFactory) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, (first, second) = prepare(harness, admin)
     one, two = harness.peer("one"), harness.peer("two")
@@ -257,7 +267,9 @@ async def test_step_on_a_running_game_is_ignored(make_harness) -> None:
     assert one.messages == before
 
 
-async def test_forced_step_on_an_empty_prepared_room_ends_it_irregularly(make_harness) -> None:
+async def test_forced_step_on_an_empty_prepared_room_ends_it_irregularly(
+    make_harness: HarnessFactory,
+) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, (first, _) = prepare(harness, admin, pause=True)
     harness.send(admin, Observe(room_id))
@@ -270,14 +282,16 @@ async def test_forced_step_on_an_empty_prepared_room_ends_it_irregularly(make_ha
     assert result.reason == "Alle Spieler hat das Spiel verlassen: NOT_CONNECTED"
     assert [score for _, score in result.scores] == [(0, 0), (0, 0)]
     await harness.settle()
-    assert admin.messages[-1] == Left(room_id)
+    assert admin.messages[-1:] == [Left(room_id)]
     # The reservation died with the room.
     late = harness.peer("late")
     harness.send(late, JoinPrepared(first))
     assert isinstance(late.messages[0], ErrorPacket)
 
 
-async def test_cancel_with_one_player_joined_lets_that_player_win(make_harness) -> None:
+async def test_cancel_with_one_player_joined_lets_that_player_win(
+    make_harness: HarnessFactory,
+) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, (first, _) = prepare(harness, admin)
     one = harness.peer("one")
@@ -295,7 +309,9 @@ async def test_cancel_with_one_player_joined_lets_that_player_win(make_harness) 
     assert not admin.of(Left)  # the admin did not observe this room
 
 
-async def test_cancel_of_a_running_game_scores_the_current_state(make_harness) -> None:
+async def test_cancel_of_a_running_game_scores_the_current_state(
+    make_harness: HarnessFactory,
+) -> None:
     harness, admin = await admin_harness(make_harness)
     harness.send(harness.peer("x"), Join())
     one, two = harness.peer("one"), harness.peer("two")
@@ -310,8 +326,10 @@ async def test_cancel_of_a_running_game_scores_the_current_state(make_harness) -
     assert two.messages == []
 
 
-async def test_forced_step_on_a_lone_join_room_gives_a_one_entry_result(make_harness) -> None:
-    # backend 26.1.0 (spec §5.9): the room has one slot, so no violation and a regular tie.
+async def test_forced_step_on_a_lone_join_room_gives_a_one_entry_result(
+    make_harness: HarnessFactory,
+) -> None:
+    # backend 26.1.0 (§5.9): the room has one slot, so no violation and a regular tie.
     harness, admin = await admin_harness(make_harness)
     one = harness.peer("one")
     harness.send(one, Join())
@@ -324,7 +342,7 @@ async def test_forced_step_on_a_lone_join_room_gives_a_one_entry_result(make_har
     assert one.messages[-1] == Left(room_id)
 
 
-async def test_joined_game_room_goes_to_every_admin(make_harness) -> None:
+async def test_joined_game_room_goes_to_every_admin(make_harness: HarnessFactory) -> None:
     harness, admin = await admin_harness(make_harness)
     other_admin = harness.peer("admin2")
     harness.send(other_admin, Authenticate(PASSWORD))
@@ -334,7 +352,7 @@ async def test_joined_game_room_goes_to_every_admin(make_harness) -> None:
     assert admin.messages == other_admin.messages == [JoinedGameRoom(room_id, 1)]
 
 
-async def test_disconnected_observer_gets_nothing_more(make_harness) -> None:
+async def test_disconnected_observer_gets_nothing_more(make_harness: HarnessFactory) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, (first, second) = prepare(harness, admin)
     harness.send(admin, Observe(room_id))
@@ -345,7 +363,9 @@ async def test_disconnected_observer_gets_nothing_more(make_harness) -> None:
     assert admin.messages == [Prepared(room_id, (first, second)), Observed(room_id)]
 
 
-async def test_player_leaving_a_half_joined_prepared_room_makes_nobody_win(make_harness) -> None:
+async def test_player_leaving_a_half_joined_prepared_room_makes_nobody_win(
+    make_harness: HarnessFactory,
+) -> None:
     harness, admin = await admin_harness(make_harness)
     room_id, (first, _) = prepare(harness, admin)
     harness.send(admin, Observe(room_id))

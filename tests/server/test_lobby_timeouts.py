@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import trio
+import trio.testing
 
 from engine import Team, ViolationKind
 from protocol.events import (
@@ -20,20 +21,11 @@ from protocol.events import (
 )
 from protocol.messages import Left, Memento, MoveRequest, Prepared, ResultMessage, RoomError
 from server.lobby import SHUTDOWN_REASON, wall_clock_reason
-
-from .conftest import FakePeer, Harness
-
-
-async def start_game(make_harness, **settings) -> tuple[Harness, FakePeer, FakePeer, str]:
-    harness: Harness = await make_harness(**settings)
-    one, two = harness.peer("one"), harness.peer("two")
-    harness.send(one, Join())
-    harness.send(two, Join())
-    return harness, one, two, one.messages[0].room_id  # type: ignore[union-attr]
+from tests.helpers.lobby import Harness, HarnessFactory, start_game
 
 
 async def test_soft_timeout_ends_the_game_without_applying_the_move(
-    make_harness, autojump_clock
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
 ) -> None:
     harness, one, two, room_id = await start_game(make_harness)
     state = one.last_state()
@@ -49,7 +41,9 @@ async def test_soft_timeout_ends_the_game_without_applying_the_move(
     assert not one.of(RoomError)
 
 
-async def test_a_move_at_exactly_the_soft_limit_is_in_time(make_harness, autojump_clock) -> None:
+async def test_a_move_at_exactly_the_soft_limit_is_in_time(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
     harness, one, two, room_id = await start_game(make_harness)
     await trio.sleep(2.0)
     harness.move(one, room_id, one.last_state().legal_moves()[0])
@@ -58,7 +52,7 @@ async def test_a_move_at_exactly_the_soft_limit_is_in_time(make_harness, autojum
 
 
 async def test_move_time_counts_to_the_arrival_not_to_the_processing(
-    make_harness, autojump_clock
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
 ) -> None:
     harness, one, two, room_id = await start_game(make_harness)
     arrived = trio.current_time() + 1.5
@@ -68,7 +62,7 @@ async def test_move_time_counts_to_the_arrival_not_to_the_processing(
 
 
 async def test_move_time_starts_when_the_request_left_the_server(
-    make_harness, autojump_clock
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
 ) -> None:
     harness: Harness = await make_harness()
     one, two = harness.peer("one"), harness.peer("two")
@@ -83,7 +77,9 @@ async def test_move_time_starts_when_the_request_left_the_server(
     assert two.of(ResultMessage)[0].result.winner is Team.TWO
 
 
-async def test_hard_timeout_ends_the_game(make_harness, autojump_clock) -> None:
+async def test_hard_timeout_ends_the_game(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
     harness, one, two, room_id = await start_game(make_harness)
     start = trio.current_time()
     with trio.fail_after(60):
@@ -99,13 +95,15 @@ async def test_hard_timeout_ends_the_game(make_harness, autojump_clock) -> None:
     assert entries[0].violation is not None
     assert entries[0].violation.kind is ViolationKind.HARD_TIMEOUT
     await harness.settle()
-    assert one.messages[-1] == Left(room_id)
+    assert one.messages[-1:] == [Left(room_id)]
     # The late move now finds no room.
     harness.move(one, room_id, one.last_state().legal_moves()[0])
     assert "Couldn't find a room" in one.messages[-1].message  # type: ignore[union-attr]
 
 
-async def test_configured_timeouts_apply(make_harness, autojump_clock) -> None:
+async def test_configured_timeouts_apply(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
     harness, one, two, room_id = await start_game(make_harness, soft_timeout=0.2, hard_timeout=1)
     await trio.sleep(0.1)
     harness.move(one, room_id, one.last_state().legal_moves()[0])
@@ -116,7 +114,9 @@ async def test_configured_timeouts_apply(make_harness, autojump_clock) -> None:
     assert "0.2 Sekunden" in result.reason
 
 
-async def test_no_timeout_lets_players_think_forever(make_harness, autojump_clock) -> None:
+async def test_no_timeout_lets_players_think_forever(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
     harness, one, two, room_id = await start_game(
         make_harness, timeout=False, game_wall_clock_limit=0
     )
@@ -127,7 +127,7 @@ async def test_no_timeout_lets_players_think_forever(make_harness, autojump_cloc
 
 
 async def test_prepared_slot_can_timeout_overrides_the_setting(
-    make_harness, autojump_clock
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
 ) -> None:
     harness: Harness = await make_harness(timeout=True, game_wall_clock_limit=0)
     admin = harness.peer("admin")
@@ -146,7 +146,9 @@ async def test_prepared_slot_can_timeout_overrides_the_setting(
     assert one.of(ResultMessage)[0].result.winner is Team.ONE
 
 
-async def test_unjoined_prepared_room_expires(make_harness, autojump_clock) -> None:
+async def test_unjoined_prepared_room_expires(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
     harness: Harness = await make_harness(reservation_ttl=60)
     admin = harness.peer("admin")
     harness.send(admin, Authenticate("examplepassword"))
@@ -172,7 +174,7 @@ async def test_unjoined_prepared_room_expires(make_harness, autojump_clock) -> N
 
 
 async def test_started_game_is_not_expired_by_the_reservation_ttl(
-    make_harness, autojump_clock
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
 ) -> None:
     harness: Harness = await make_harness(reservation_ttl=60, timeout=False)
     admin = harness.peer("admin")
@@ -188,7 +190,9 @@ async def test_started_game_is_not_expired_by_the_reservation_ttl(
     assert not one.of(ResultMessage)
 
 
-async def test_wall_clock_limit_aborts_a_silent_game(make_harness, autojump_clock) -> None:
+async def test_wall_clock_limit_aborts_a_silent_game(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
     harness, one, two, room_id = await start_game(
         make_harness, timeout=False, game_wall_clock_limit=300
     )
@@ -205,7 +209,7 @@ async def test_wall_clock_limit_aborts_a_silent_game(make_harness, autojump_cloc
 
 
 async def test_shutdown_ends_every_room_with_a_recorded_result(
-    make_harness, tmp_path: Path
+    make_harness: HarnessFactory, tmp_path: Path
 ) -> None:
     results_file = tmp_path / "results.jsonl"
     harness, one, two, room_id = await start_game(make_harness, results_file=results_file)

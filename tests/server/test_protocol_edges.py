@@ -6,12 +6,14 @@ from __future__ import annotations
 import trio
 
 from protocol.messages import ErrorPacket, Joined
+from tests.helpers.lobby import Harness, HarnessFactory
 
-from .conftest import Harness
 from .test_connection import connect
 
 
-async def test_a_start_tag_that_can_never_end_is_refused_at_once(make_harness, nursery) -> None:
+async def test_a_start_tag_that_can_never_end_is_refused_at_once(
+    make_harness: HarnessFactory, nursery: trio.Nursery
+) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness)
     with trio.fail_after(5):
@@ -21,7 +23,9 @@ async def test_a_start_tag_that_can_never_end_is_refused_at_once(make_harness, n
         await client.expect_closed()
 
 
-async def test_a_room_packet_without_room_id_keeps_the_connection(make_harness, nursery) -> None:
+async def test_a_room_packet_without_room_id_keeps_the_connection(
+    make_harness: HarnessFactory, nursery: trio.Nursery
+) -> None:
     harness: Harness = await make_harness()
     client = await connect(nursery, harness)
     with trio.fail_after(5):

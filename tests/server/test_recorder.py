@@ -19,16 +19,16 @@ import structlog
 import trio
 
 from engine import GameState, PlayerEntry, Team, game_result
+from protocol import GAME_TYPE
 from protocol.events import Join
 from protocol.messages import Joined, Left, Memento, ResultMessage
 from protocol.replay import read_replay, write_replay
 from server.config import Settings
-from server.lobby import GAME_TYPE, Lobby
+from server.lobby import Lobby
 from server.recorder import FinishedGame, Recorder, ResultsSink, results_record
 from server.replays import ReplayFiles
 from server.results import ResultsLog
-
-from .conftest import FakePeer, Harness
+from tests.helpers.lobby import FakePeer, Harness
 
 FINISHED = datetime(2026, 4, 2, 9, 38, 21, tzinfo=UTC)
 

@@ -127,7 +127,7 @@ def test_a_partial_write_on_a_full_disk_leaves_no_torn_line(
     results.append({"room": "before"})
     before = path.read_bytes()
     partial_then(monkeypatch, keep=7, then=then)
-    record = {"room": "lost", "players": [{"name": "a"}]}
+    record: dict[str, object] = {"room": "lost", "players": [{"name": "a"}]}
     with structlog.testing.capture_logs() as logs:
         assert results.append(record) is False
     # The half line was cut off again: the file is exactly as before the attempt.

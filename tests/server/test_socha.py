@@ -5,11 +5,7 @@ one message per 0.1 s poll), so there are only two games here."""
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,71 +13,19 @@ import pytest
 import trio
 
 from engine import GameResult, Team
-from protocol import GAME_TYPE, ClientConnection, NeedData
+from protocol import GAME_TYPE
 from protocol.events import Authenticate, Observe, Prepare, SlotDescriptor
 from protocol.messages import Left, Memento, Observed, Prepared, ResultMessage, ServerMessage
 from protocol.replay import read_replay
+from tests.helpers.process import BIN, TEST_BOTS, environment, server_process
+from tests.helpers.rawclient import RawClient
 
 pytest.importorskip("socha")
 
 pytestmark = pytest.mark.socha
 
-REPO = Path(__file__).resolve().parents[2]
-BOT = REPO / "tests" / "bots" / "random_bot.py"
-BIN = Path(sys.executable).parent
+BOT = TEST_BOTS / "random_bot.py"
 GAME_LIMIT = 60  # seconds for one socha game, which normally takes about 6 s
-
-
-def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    # Run the code of this checkout, whatever the installed package points at.
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-@dataclass
-class RunningServer:
-    process: trio.Process
-    port: int
-    log_path: Path
-
-
-@asynccontextmanager
-async def running_server(command: Sequence[str], cwd: Path) -> AsyncIterator[RunningServer]:
-    """Start the server on a free port (--port 0; the port is read from its JSON log) and
-    stop it with SIGTERM afterwards, checking that it shuts down cleanly with status 0."""
-    log_path = cwd / "server.log"
-    with log_path.open("wb") as log_file:
-        process = await trio.lowlevel.open_process(
-            [*command, "--port", "0", "--log-format", "json", "--log-level", "info"],
-            cwd=cwd,
-            env=environment(),
-            stdout=log_file,
-            stderr=log_file,
-        )
-    try:
-        port = await wait_for_port(process, log_path)
-        yield RunningServer(process, port, log_path)
-    finally:
-        if process.returncode is None:
-            process.terminate()
-    with trio.fail_after(15):
-        status = await process.wait()
-    assert status == 0, log_path.read_text(encoding="utf-8")
-
-
-async def wait_for_port(process: trio.Process, log_path: Path) -> int:
-    with trio.fail_after(20):
-        while True:
-            for line in log_path.read_text(encoding="utf-8").splitlines():
-                if line.startswith("{"):
-                    entry = json.loads(line)
-                    if entry.get("event") == "listening":
-                        return int(entry["port"])
-            if process.returncode is not None:
-                pytest.fail(f"server exited early: {log_path.read_text(encoding='utf-8')}")
-            await trio.sleep(0.05)
 
 
 async def run_bot(port: int, report: Path, seed: int, *extra: str) -> None:
@@ -132,7 +76,7 @@ async def test_join_game_between_two_socha_bots(tmp_path: Path) -> None:
     results = tmp_path / "results.jsonl"
     command = [str(BIN / "piranhas-server"), "--results", str(results)]
     with trio.fail_after(GAME_LIMIT):
-        async with running_server(command, tmp_path) as server, trio.open_nursery() as nursery:
+        async with server_process(command, tmp_path) as server, trio.open_nursery() as nursery:
             nursery.start_soon(run_bot, server.port, tmp_path / "a.json", 1)
             nursery.start_soon(run_bot, server.port, tmp_path / "b.json", 2)
 
@@ -148,14 +92,6 @@ async def test_join_game_between_two_socha_bots(tmp_path: Path) -> None:
     assert sum(report["moves"] for report in reports) == record["turn"]
 
 
-async def receive(stream: trio.SocketStream, connection: ClientConnection) -> ServerMessage:
-    while True:
-        event = connection.next_event()
-        if not isinstance(event, NeedData):
-            return event
-        connection.receive_data(await stream.receive_some(65536))
-
-
 async def test_prepared_game_with_observer_and_replay(tmp_path: Path) -> None:
     results = tmp_path / "results.jsonl"
     command = [
@@ -169,17 +105,15 @@ async def test_prepared_game_with_observer_and_replay(tmp_path: Path) -> None:
         "--saveReplay",
     ]
     with trio.fail_after(GAME_LIMIT):
-        async with running_server(command, tmp_path) as server:
-            stream = await trio.open_tcp_stream("127.0.0.1", server.port)
-            admin = ClientConnection()
+        async with server_process(command, tmp_path) as server:
+            admin = await RawClient.connect(server.port)
             slots = (SlotDescriptor("alice", True, True), SlotDescriptor("bob", True, True))
-            await stream.send_all(admin.send(Authenticate("secret")))
-            await stream.send_all(admin.send(Prepare(GAME_TYPE, False, slots)))
-            prepared = await receive(stream, admin)
-            assert isinstance(prepared, Prepared)
+            await admin.send(Authenticate("secret"))
+            await admin.send(Prepare(GAME_TYPE, False, slots))
+            prepared = await admin.expect(Prepared)
             assert len(prepared.reservations) == 2
-            await stream.send_all(admin.send(Observe(prepared.room_id)))
-            assert await receive(stream, admin) == Observed(prepared.room_id)
+            await admin.send(Observe(prepared.room_id))
+            assert await admin.receive() == Observed(prepared.room_id)
 
             observed: list[ServerMessage] = []
             async with trio.open_nursery() as nursery:
@@ -187,8 +121,9 @@ async def test_prepared_game_with_observer_and_replay(tmp_path: Path) -> None:
                     report = tmp_path / f"{index}.json"
                     nursery.start_soon(run_bot, server.port, report, index, "-r", code)
                 while not observed or not isinstance(observed[-1], Left):
-                    observed.append(await receive(stream, admin))
-            await stream.aclose()
+                    # The bots start meanwhile: only the game's limit bounds the wait.
+                    observed.append(await admin.receive(timeout=GAME_LIMIT))
+            await admin.aclose()
 
     room = prepared.room_id
     assert all(getattr(message, "room_id", room) == room for message in observed)

@@ -8,22 +8,16 @@ from typing import Any
 
 import pytest
 
-from engine import Direction, FieldState, GameState, Move
+from engine import GameState, Move
+from tests.helpers.socha import SOCHA_FIELD_NAMES, socha_direction_name
 
 socha: Any = pytest.importorskip("socha")
 pytestmark = pytest.mark.socha
 
-# socha names the fields in CamelCase: ONE_S → OneS, SQUID → Squid.
-_FIELD_NAMES = {field: field.name.title().replace("_", "") for field in FieldState}
-
-
-def camel(direction: Direction) -> str:
-    return "".join(part.capitalize() for part in direction.name.split("_"))
-
 
 def to_socha(state: GameState) -> Any:
     board = socha.Board(
-        [[getattr(socha.FieldType, _FIELD_NAMES[f]) for f in row] for row in state.rows()]
+        [[getattr(socha.FieldType, SOCHA_FIELD_NAMES[f]) for f in row] for row in state.rows()]
     )
     return socha.GameState(board, state.turn, None)
 
@@ -46,13 +40,14 @@ def test_same_moves_and_boards_as_socha(seed: int) -> None:
     theirs = to_socha(ours)
     while not ours.is_over:
         legal = ours.legal_moves()
-        assert {(m.x, m.y, camel(m.direction)) for m in legal} == socha_moves(theirs)
+        assert {(m.x, m.y, socha_direction_name(m.direction)) for m in legal} == socha_moves(theirs)
         move: Move = rng.choice(legal)
         ours = ours.apply(move)
         theirs = theirs.perform_move(
             socha.Move(
-                socha.Coordinate(move.x, move.y), getattr(socha.Direction, camel(move.direction))
+                socha.Coordinate(move.x, move.y),
+                getattr(socha.Direction, socha_direction_name(move.direction)),
             )
         )
-        assert [[_FIELD_NAMES[f] for f in row] for row in ours.rows()] == socha_rows(theirs)
+        assert [[SOCHA_FIELD_NAMES[f] for f in row] for row in ours.rows()] == socha_rows(theirs)
         assert ours.turn == theirs.turn

@@ -10,7 +10,6 @@ import pytest
 
 from engine import (
     Direction,
-    FieldState,
     GameState,
     Move,
     PlayerEntry,
@@ -43,8 +42,7 @@ from socha.api.networking.network_socket import NetworkSocket  # noqa: E402
 from socha.api.networking.utils import handle_move, message_to_state  # noqa: E402
 from socha.api.protocol import protocol as sp  # noqa: E402
 
-# socha names the fields in CamelCase: ONE_S → OneS, SQUID → Squid.
-_FIELD_NAMES = {field: field.name.title().replace("_", "") for field in FieldState}
+from tests.helpers.socha import SOCHA_FIELD_NAMES  # noqa: E402
 
 
 class _OneShotSocket:
@@ -65,7 +63,7 @@ def socha_interface(data: bytes) -> Any:
     """socha's XMLProtocolInterface as its constructor builds it, minus the TCP connect."""
     interface: Any = xpi.XMLProtocolInterface.__new__(xpi.XMLProtocolInterface)
     network = NetworkSocket()
-    network.socket = _OneShotSocket(data)  # type: ignore[assignment]
+    network.socket = _OneShotSocket(data)
     interface.network_interface = network
     interface.first_time = True
     interface.deserializer = xpi.XmlParser(
@@ -125,7 +123,7 @@ def test_a_whole_game_as_a_player_sees_it() -> None:
         theirs = message_to_state(memento)
         assert theirs.turn == state.turn
         assert [[repr(f) for f in row] for row in theirs.board.map] == [
-            [_FIELD_NAMES[f] for f in row] for row in state.rows()
+            [SOCHA_FIELD_NAMES[f] for f in row] for row in state.rows()
         ]
         if state.last_move is None:
             assert theirs.last_move is None

@@ -1,4 +1,4 @@
-"""Conformance audit of the lobby against the official server 26.1.0 (spec §3–§5): the order
+"""Conformance audit of the lobby against the official server 26.1.0 (§3–§5): the order
 in which players and observers get each message, what observers do and do not see, the order
 of the move checks (§5.3), pause/step/observe edge cases and the ends of games that never
 started. The lobby is driven with fake peers that write into one shared log, so the order
@@ -7,9 +7,11 @@ started. The lobby is driven with fake peers that write into one shared log, so 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from engine import Direction, GameState, Move, Team, ViolationKind
 from protocol import ServerConnection
@@ -43,8 +45,7 @@ from protocol.messages import (
     ServerMessage,
     WelcomeMessage,
 )
-
-from .conftest import FakePeer, Harness
+from tests.helpers.lobby import FakePeer, Harness, HarnessFactory, result_of
 
 PASSWORD = "secret"
 
@@ -97,12 +98,14 @@ class World:
         return self.log[mark:]
 
 
-async def world(make_harness, **settings) -> World:
+async def world(make_harness: HarnessFactory, **settings: Any) -> World:
     harness: Harness = await make_harness(password=PASSWORD, **settings)
     return World(harness)
 
 
-async def observed_join_game(make_harness, **settings) -> tuple[World, LoggedPeer, LoggedPeer, str]:
+async def observed_join_game(
+    make_harness: HarnessFactory, **settings: Any
+) -> tuple[World, LoggedPeer, LoggedPeer, str]:
     """Two <join> players; the admin observes the room after the first join."""
     w = await world(make_harness, **settings)
     one, two = w.peer("one"), w.peer("two")
@@ -123,15 +126,12 @@ def last_move_state(seed: int = 2) -> GameState:
         state = after
 
 
-def result_of(peer: FakePeer) -> ResultMessage:
-    (result,) = peer.of(ResultMessage)
-    return result
-
-
 # ---------------------------------------------------------------- §4: who gets what, in which order
 
 
-async def test_join_game_sequence_across_players_observer_and_admins(make_harness) -> None:
+async def test_join_game_sequence_across_players_observer_and_admins(
+    make_harness: HarnessFactory,
+) -> None:
     # §4.1 rows 2–8: joined, welcomes, memento to observers before players, moveRequest,
     # joinedGameRoom after the start; then per move memento (observer, ONE, TWO), request.
     w = await world(make_harness)
@@ -164,7 +164,7 @@ async def test_join_game_sequence_across_players_observer_and_admins(make_harnes
 
 
 async def test_game_end_sends_final_memento_then_result_then_left_players_first(
-    make_harness,
+    make_harness: HarnessFactory,
 ) -> None:
     # §4.1 rows n..n+2 and §4: memento observers first; result and left players first.
     w, one, two, room_id = await observed_join_game(make_harness, start_state=last_move_state())
@@ -190,7 +190,9 @@ async def test_game_end_sends_final_memento_then_result_then_left_players_first(
     assert result.result.regular
 
 
-async def test_rule_violation_error_goes_to_the_mover_then_observers_only(make_harness) -> None:
+async def test_rule_violation_error_goes_to_the_mover_then_observers_only(
+    make_harness: HarnessFactory,
+) -> None:
     # §5.3 outcomes table / GameRoom.onEvent: player.notifyListeners, then observerBroadcast.
     w, one, two, room_id = await observed_join_game(make_harness)
     mark = len(w.log)
@@ -207,7 +209,7 @@ async def test_rule_violation_error_goes_to_the_mover_then_observers_only(make_h
     ]
 
 
-async def test_process_violation_error_goes_to_the_mover_only(make_harness) -> None:
+async def test_process_violation_error_goes_to_the_mover_only(make_harness: HarnessFactory) -> None:
     w, one, two, room_id = await observed_join_game(make_harness)
     mark = len(w.log)
     w.move(two, room_id, Move(1, 0, Direction.UP))  # ONE is to move
@@ -218,7 +220,7 @@ async def test_process_violation_error_goes_to_the_mover_only(make_harness) -> N
 
 
 async def test_observer_gets_no_state_on_observe_and_never_welcome_or_requests(
-    make_harness,
+    make_harness: HarnessFactory,
 ) -> None:
     # §3.4: no state on observe; §5.4: observers get mementos, result, left only.
     w, one, two, room_id = await observed_join_game(make_harness)
@@ -241,7 +243,7 @@ async def test_observer_gets_no_state_on_observe_and_never_welcome_or_requests(
     assert not w.admin.of(WelcomeMessage) and not w.admin.of(MoveRequest)
 
 
-async def test_joined_game_room_only_follows_a_plain_join(make_harness) -> None:
+async def test_joined_game_room_only_follows_a_plain_join(make_harness: HarnessFactory) -> None:
     # §3.2: joinRoom and joinPrepared never produce joinedGameRoom.
     w = await world(make_harness)
     room_id, (first, second) = w.prepare()
@@ -261,7 +263,7 @@ async def test_joined_game_room_only_follows_a_plain_join(make_harness) -> None:
 # ---------------------------------------------------------------- §4.2/§4.3: pause and step
 
 
-async def test_pause_during_a_pending_request_then_unpause(make_harness) -> None:
+async def test_pause_during_a_pending_request_then_unpause(make_harness: HarnessFactory) -> None:
     # §4.3 (RequestTest.kt pauseRequest).
     w, one, two, room_id = await observed_join_game(make_harness)
     mark = len(w.log)
@@ -285,7 +287,7 @@ async def test_pause_during_a_pending_request_then_unpause(make_harness) -> None
     assert not one.of(Paused) and not two.of(Paused)
 
 
-async def test_step_mode_sends_each_state_twice_to_observers(make_harness) -> None:
+async def test_step_mode_sends_each_state_twice_to_observers(make_harness: HarnessFactory) -> None:
     # §4.2 step 4: step → memento to all + request; after the move, memento to observers only.
     w = await world(make_harness)
     room_id, (first, second) = w.prepare(pause=True)
@@ -321,7 +323,7 @@ async def test_step_mode_sends_each_state_twice_to_observers(make_harness) -> No
 
 
 async def test_game_ending_while_paused_sends_the_final_state_to_observers_only(
-    make_harness,
+    make_harness: HarnessFactory,
 ) -> None:
     # §4.2 step 5.
     w = await world(make_harness, paused=True, start_state=last_move_state())
@@ -354,7 +356,9 @@ async def test_game_ending_while_paused_sends_the_final_state_to_observers_only(
     ]
 
 
-async def test_pause_and_step_are_ignored_when_they_change_nothing(make_harness) -> None:
+async def test_pause_and_step_are_ignored_when_they_change_nothing(
+    make_harness: HarnessFactory,
+) -> None:
     # §5.4: pause to the current state → nothing; step on an unpaused running game → nothing;
     # unforced step before the start → nothing.
     w, one, _two, room_id = await observed_join_game(make_harness)
@@ -371,7 +375,7 @@ async def test_pause_and_step_are_ignored_when_they_change_nothing(make_harness)
     assert one.messages[-1] == MoveRequest(room_id)
 
 
-async def test_pause_on_a_game_that_is_over_is_ignored(make_harness) -> None:
+async def test_pause_on_a_game_that_is_over_is_ignored(make_harness: HarnessFactory) -> None:
     w, one, _two, room_id = await observed_join_game(make_harness)
     w.lobby.disconnect(one, "LOST_CONNECTION")
     # Over, still being recorded (the official race window): the pause changes nothing.
@@ -386,7 +390,7 @@ async def test_pause_on_a_game_that_is_over_is_ignored(make_harness) -> None:
 
 
 async def test_unpausing_a_prepared_room_before_the_start_only_tells_observers(
-    make_harness, autojump_clock
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
 ) -> None:
     # Intentional difference: 26.1.0's setter calls step() here, which requests a move from
     # a player who is not there yet (its hard timeout then ends the unstarted room). We only
@@ -405,7 +409,9 @@ async def test_unpausing_a_prepared_room_before_the_start_only_tells_observers(
     assert one.messages[-1] == MoveRequest(room_id)
 
 
-async def test_a_pause_does_not_stop_the_pending_move_timer(make_harness, autojump_clock) -> None:
+async def test_a_pause_does_not_stop_the_pending_move_timer(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
     # §5.6 last point.
     w, one, two, room_id = await observed_join_game(make_harness)
     w.send(w.admin, PauseRequest(room_id, True))
@@ -421,7 +427,7 @@ async def test_a_pause_does_not_stop_the_pending_move_timer(make_harness, autoju
 # ---------------------------------------------------------------- §5.3: move checks in order
 
 
-async def test_move_checks_run_in_the_official_order(make_harness) -> None:
+async def test_move_checks_run_in_the_official_order(make_harness: HarnessFactory) -> None:
     # §5.3 step 1: room, then OVER, then membership. A stranger's move to an over room is
     # "already over", not "not a member".
     w, one, _two, room_id = await observed_join_game(make_harness)
@@ -438,7 +444,7 @@ async def test_move_checks_run_in_the_official_order(make_harness) -> None:
     )
 
 
-async def test_not_your_turn_also_applies_while_paused(make_harness) -> None:
+async def test_not_your_turn_also_applies_while_paused(make_harness: HarnessFactory) -> None:
     # §5.3 step 2: the turn is checked before whether a move was requested.
     w = await world(make_harness, paused=True)
     one, two = w.peer("one"), w.peer("two")
@@ -452,7 +458,7 @@ async def test_not_your_turn_also_applies_while_paused(make_harness) -> None:
     assert result_of(one).result.winner is Team.ONE
 
 
-async def test_a_move_before_the_start_of_a_prepared_game(make_harness) -> None:
+async def test_a_move_before_the_start_of_a_prepared_game(make_harness: HarnessFactory) -> None:
     # §5.3 applies before the start too (AbstractGame.onAction knows no room status), and the
     # violation ends the room with cancel(): the slot nobody joined is LEFT(NOT_CONNECTED),
     # so nobody wins.
@@ -476,7 +482,9 @@ async def test_a_move_before_the_start_of_a_prepared_game(make_harness) -> None:
     assert [score for _, score in result.scores] == [(0, 0), (0, 0)]
 
 
-async def test_a_move_from_the_lone_player_of_a_join_room_is_not_requested(make_harness) -> None:
+async def test_a_move_from_the_lone_player_of_a_join_room_is_not_requested(
+    make_harness: HarnessFactory,
+) -> None:
     w = await world(make_harness)
     one = w.peer("one")
     w.send(one, Join())
@@ -498,7 +506,7 @@ async def test_a_move_from_the_lone_player_of_a_join_room_is_not_requested(make_
 
 
 async def test_one_connection_in_both_slots_leaving_makes_the_first_filled_slot_the_leaver(
-    make_harness,
+    make_harness: HarnessFactory,
 ) -> None:
     # Official: each slot listens to the connection in fill order; the first removePlayer
     # ends the game, so the other slot has no violation yet and wins.
@@ -516,7 +524,9 @@ async def test_one_connection_in_both_slots_leaving_makes_the_first_filled_slot_
 
 
 @pytest.mark.parametrize("cause", ["RECEIVED_DISCONNECT", "LOST_CONNECTION", "PROTOCOL_ERROR"])
-async def test_a_leaver_is_named_with_its_cause_and_scores_nothing(make_harness, cause) -> None:
+async def test_a_leaver_is_named_with_its_cause_and_scores_nothing(
+    make_harness: HarnessFactory, cause: str
+) -> None:
     # §5.5 / §6.3: the other player gets [2, own swarm], the leaver [0, 0].
     w, one, two, _room_id = await observed_join_game(make_harness)
     state = one.last_state()
@@ -535,7 +545,7 @@ async def test_a_leaver_is_named_with_its_cause_and_scores_nothing(make_harness,
 
 
 async def test_prepared_rooms_use_neither_the_paused_setting_nor_the_load_game_file(
-    make_harness,
+    make_harness: HarnessFactory,
 ) -> None:
     # §5.2 first point: <prepare> takes its own pause flag and a fresh board.
     loaded = last_move_state()
@@ -549,7 +559,7 @@ async def test_prepared_rooms_use_neither_the_paused_setting_nor_the_load_game_f
     assert one.messages[-1] == MoveRequest(room_id)
 
 
-async def test_prepared_room_with_a_reserved_and_an_open_slot(make_harness) -> None:
+async def test_prepared_room_with_a_reserved_and_an_open_slot(make_harness: HarnessFactory) -> None:
     # LobbyGameTest "prepared with descriptors": one reservation; joinRoom fills the open
     # slot 1; the reserved slot 0 stays empty but not free; zero reservations would give
     # an empty <prepared/>.
@@ -580,7 +590,9 @@ async def test_prepared_room_with_a_reserved_and_an_open_slot(make_harness) -> N
     assert rendered.endswith(f'\n  <prepared roomId="{empty.room_id}"/>'.encode())
 
 
-async def test_a_plain_join_takes_the_open_slot_of_a_prepared_room(make_harness) -> None:
+async def test_a_plain_join_takes_the_open_slot_of_a_prepared_room(
+    make_harness: HarnessFactory,
+) -> None:
     # §5.1 step 1: <join> tries every room; a prepared slot with reserved=false is free.
     w = await world(make_harness)
     slots = (SlotDescriptor("reserved", True, True), SlotDescriptor("open", True, False))
@@ -597,7 +609,9 @@ async def test_a_plain_join_takes_the_open_slot_of_a_prepared_room(make_harness)
     assert w.admin.of(JoinedGameRoom) == [JoinedGameRoom(prepared.room_id, 1)]
 
 
-async def test_a_second_step_while_a_request_is_pending_asks_again(make_harness) -> None:
+async def test_a_second_step_while_a_request_is_pending_asks_again(
+    make_harness: HarnessFactory,
+) -> None:
     # §5.4: no guard against a step while a request is pending (Lobby.kt TODO): the state and
     # the request go out again; the one move that follows is accepted.
     w = await world(make_harness)

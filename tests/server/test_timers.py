@@ -7,6 +7,7 @@ import weakref
 from collections.abc import Callable
 
 import trio
+import trio.testing
 
 from server.timers import Timers
 
@@ -18,7 +19,9 @@ async def start_timers(nursery: trio.Nursery) -> Timers:
     return timers
 
 
-async def test_timers_fire_in_deadline_order_at_their_time(nursery, autojump_clock) -> None:
+async def test_timers_fire_in_deadline_order_at_their_time(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
     timers = await start_timers(nursery)
     fired: list[tuple[str, float]] = []
     start = trio.current_time()
@@ -30,7 +33,9 @@ async def test_timers_fire_in_deadline_order_at_their_time(nursery, autojump_clo
     assert fired == [("early", 2), ("late", 5)]
 
 
-async def test_cancelled_timer_never_fires(nursery, autojump_clock) -> None:
+async def test_cancelled_timer_never_fires(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
     timers = await start_timers(nursery)
     fired: list[str] = []
     timer = timers.call_later(1, lambda: fired.append("x"))
@@ -41,7 +46,9 @@ async def test_cancelled_timer_never_fires(nursery, autojump_clock) -> None:
     assert not timer.active
 
 
-async def test_a_failing_callback_does_not_stop_the_others(nursery, autojump_clock) -> None:
+async def test_a_failing_callback_does_not_stop_the_others(
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
     timers = await start_timers(nursery)
     fired: list[str] = []
 
@@ -56,7 +63,7 @@ async def test_a_failing_callback_does_not_stop_the_others(nursery, autojump_clo
 
 
 async def test_cancelled_timers_are_dropped_and_release_their_callbacks(
-    nursery, autojump_clock
+    nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
 ) -> None:
     timers = await start_timers(nursery)
 

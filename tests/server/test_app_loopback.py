@@ -1,16 +1,12 @@
 """The whole server over real loopback TCP (port 0), driven by the raw protocol client:
-every message sequence of spec §4 and the violation and disconnect cases of §5."""
+every message sequence of docs/protocol.md §4 and the violation and disconnect cases of §5."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import trio
 
@@ -46,46 +42,7 @@ from protocol.messages import (
 from server.app import serve
 from server.config import Settings
 from server.lobby import SHUTDOWN_REASON
-
-from .rawclient import RawClient
-
-LIMIT = 10  # seconds for any one test's network exchange
-
-
-@dataclass
-class Server:
-    port: int
-    stop: trio.Event
-    done: trio.Event
-
-    async def client(self) -> RawClient:
-        return await RawClient.connect(self.port)
-
-
-@asynccontextmanager
-async def running_server(**overrides: Any) -> AsyncIterator[Server]:
-    settings = replace(Settings(host="127.0.0.1", port=0, password="pw"), **overrides)
-    stop, done = trio.Event(), trio.Event()
-    async with trio.open_nursery() as nursery:
-
-        async def run(task_status: trio.TaskStatus[int]) -> None:
-            try:
-                await serve(settings, task_status=task_status, stop=stop, handle_signals=False)
-            finally:
-                done.set()
-
-        port = await nursery.start(run)
-        yield Server(port, stop, done)
-        stop.set()
-
-
-async def join_pair(server: Server) -> tuple[RawClient, RawClient, str]:
-    one, two = await server.client(), await server.client()
-    await one.send(Join())
-    room_id = (await one.expect(Joined)).room_id
-    await two.send(Join(GAME_TYPE))
-    assert (await two.expect(Joined)).room_id == room_id
-    return one, two, room_id
+from tests.helpers.server import LIMIT, Server, join_pair, running_server
 
 
 async def test_join_game_played_to_the_end(tmp_path: Path) -> None:

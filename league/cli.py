@@ -1,0 +1,189 @@
+"""`piranhas-league`: standings, schedule and record verification for a league (docs/league.md).
+
+Exit status: 0 success; 1 `verify` found discrepancies (or unreadable records); 2 a bad league
+file, store or command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from league.config import LeagueConfig, LeagueFileError, load_league
+from league.records import RecordError, read_record, verify
+from league.schedule import Match, build_schedule
+from league.standings import Standings, compute_standings
+from league.store import FinishedGame, LeagueStore, StoreError
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="piranhas-league", description="A league of Piranhas bots (docs/league.md)."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    standings = commands.add_parser("standings", help="the table as the Software-Challenge ranks")
+    standings.add_argument("league", type=Path, metavar="FILE.toml")
+    standings.add_argument("--json", type=Path, metavar="F", help="also write the table as JSON")
+    standings.add_argument("--csv", type=Path, metavar="F", help="also write the table as CSV")
+    standings.add_argument("--html", type=Path, metavar="F", help="also write one HTML page")
+    schedule = commands.add_parser("schedule", help="print the schedule")
+    schedule.add_argument("league", type=Path, metavar="FILE.toml")
+    check = commands.add_parser("verify", help="replay game records and report discrepancies")
+    check.add_argument("records", type=Path, nargs="+", metavar="RECORD")
+    return parser
+
+
+def _finished_games(config: LeagueConfig, matches: tuple[Match, ...]) -> list[FinishedGame]:
+    # A read-only command never creates a database: no file means no game was recorded yet.
+    if not config.database.exists():
+        return []
+    store = LeagueStore.sqlite(config.database)
+    try:
+        store.initialize(config, matches)
+        return store.finished_games()
+    finally:
+        store.close()
+
+
+def _plain_table(standings: Standings) -> str:
+    header = ("#", "Team", "M", "W", "D", "L", "Pts", "Games W-D-L", "SP", "Ø Schwarm", "Lot")
+    rows = [
+        (
+            str(row.rank),
+            row.name,
+            str(row.matches),
+            str(row.won),
+            str(row.drawn),
+            str(row.lost),
+            str(row.match_points),
+            f"{row.games_won}-{row.games_drawn}-{row.games_lost}",
+            str(row.siegpunkte),
+            f"{float(row.schwarm_average):.3f}",
+            str(row.lot),
+        )
+        for row in standings.rows
+    ]
+    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            cell.ljust(width) if index == 1 else cell.rjust(width)
+            for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join([line(header), *(line(row) for row in rows)])
+
+
+def _print_standings(standings: Standings, out: TextIO) -> None:
+    summary = (
+        f"{standings.league}: {standings.matches_complete}/{standings.matches_total} matches "
+        f"complete, {standings.games_recorded}/{standings.games_total} games recorded"
+    )
+    if out.isatty():
+        try:
+            from rich.console import Console
+            from rich.table import Table
+        except ImportError:
+            pass
+        else:
+            table = Table(title=summary)
+            for column in ("#", "Team", "M", "W", "D", "L", "Pts", "Games", "SP", "Ø Schwarm"):
+                table.add_column(column, justify="left" if column == "Team" else "right")
+            table.add_column("Lot", justify="right")
+            for row in standings.rows:
+                table.add_row(
+                    str(row.rank),
+                    row.name,
+                    str(row.matches),
+                    str(row.won),
+                    str(row.drawn),
+                    str(row.lost),
+                    f"[bold]{row.match_points}[/bold]",
+                    f"{row.games_won}-{row.games_drawn}-{row.games_lost}",
+                    str(row.siegpunkte),
+                    f"{float(row.schwarm_average):.3f}",
+                    str(row.lot),
+                )
+            Console(file=out).print(table)
+            return
+    print(summary, file=out)
+    print(_plain_table(standings), file=out)
+
+
+def _standings(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_league(args.league)
+    matches = build_schedule(config)
+    standings = compute_standings(config, matches, _finished_games(config, matches))
+    _print_standings(standings, out)
+    exports = ((args.json, standings.to_json), (args.csv, standings.to_csv))
+    for path, render in (*exports, (args.html, standings.to_html)):
+        if path is not None:
+            path.write_text(render(), encoding="utf-8")
+    return 0
+
+
+def _schedule(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_league(args.league)
+    matches = build_schedule(config)
+    print(
+        f"{config.name}: {config.format.value}, {len(matches)} matches of "
+        f"{config.games_per_match} games, seed {config.seed}",
+        file=out,
+    )
+    names = {team.id: team.name for team in config.teams}
+    current_round = 0
+    for match in matches:
+        if match.round != current_round:
+            current_round = match.round
+            print(f"Round {current_round}", file=out)
+        seeds = " ".join(str(game.board_seed) for game in match.games[::2])
+        print(
+            f"  match {match.id}: {names[match.home]} - {names[match.away]}  boards {seeds}",
+            file=out,
+        )
+    return 0
+
+
+def _verify(args: argparse.Namespace, out: TextIO) -> int:
+    failed = 0
+    for path in args.records:
+        try:
+            record = read_record(path.read_bytes())
+        except (OSError, RecordError) as error:
+            print(f"{path}: cannot read: {error}", file=out)
+            failed += 1
+            continue
+        discrepancies = verify(record)
+        if discrepancies:
+            failed += 1
+            for discrepancy in discrepancies:
+                print(f"{path}: {discrepancy}", file=out)
+    print(f"{len(args.records) - failed} of {len(args.records)} records verified", file=out)
+    return 1 if failed else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console entry point."""
+    args = _parser().parse_args(argv)
+    out = sys.stdout
+    try:
+        if args.command == "standings":
+            return _standings(args, out)
+        if args.command == "schedule":
+            return _schedule(args, out)
+        return _verify(args, out)
+    except LeagueFileError as error:
+        print(f"piranhas-league: {error}", file=sys.stderr)
+        return 2
+    except (StoreError, OSError) as error:
+        print(f"piranhas-league: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,530 @@
+"""The league's results store: schedule, attempts and results in a real database.
+
+Embedded by default (SQLite in WAL mode, one file next to the league file); the SQL is plain
+(`league.schema`) and every statement goes through the small `Backend` interface, so a PostgreSQL
+backend for a distributed league is one more class.
+
+The contract for a runner:
+
+- `claim_next(worker)` — the next unfinished game (in schedule order) and a new attempt number
+  for it, or None when nothing is left to start. A game whose running attempt missed its lease
+  (no `heartbeat` in time: the worker died or hangs) is handed out again with a higher attempt.
+- `heartbeat(claim)` — extends the lease; raises `StaleAttemptError` when the game was handed to
+  a newer attempt in the meantime (the worker should stop playing it).
+- `record(match_id, number, attempt, outcome)` — one transaction: the result row, the game marked
+  finished, the attempt closed. Idempotent: the same attempt recording the same outcome again is
+  a `DUPLICATE` and changes nothing; any other attempt (older, abandoned, or a newer one after the
+  game finished) is rejected with `StaleAttemptError`; the same attempt with a different outcome
+  raises `RecordConflictError`. A finished game is never overwritten, never played again.
+- `abandon(claim)` — gives the game back (a bot failed to start, the runner is stopping).
+- `reset_running()` — at start-up of a runner that is the store's only user: every attempt left
+  running by a crashed run is abandoned, so the same command continues at once.
+"""
+
+from __future__ import annotations
+
+import enum
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from engine import Team
+from league import schema
+from league.schedule import Match, ScheduledGame, schedule_fingerprint
+
+if TYPE_CHECKING:
+    from engine import GameResult
+    from league.config import LeagueConfig
+
+__all__ = [
+    "Backend",
+    "Claim",
+    "FinishedGame",
+    "GameOutcome",
+    "LeagueStore",
+    "Progress",
+    "RecordConflictError",
+    "RecordStatus",
+    "SQLiteBackend",
+    "ScheduleMismatchError",
+    "StaleAttemptError",
+    "StoreError",
+    "Transaction",
+]
+
+DEFAULT_LEASE_SECONDS = 300.0
+
+
+class StoreError(Exception):
+    """Base of the store's errors."""
+
+
+class StaleAttemptError(StoreError):
+    """The attempt is not (or no longer) the one allowed to write this game."""
+
+
+class RecordConflictError(StoreError):
+    """The same attempt tried to record a different outcome than it already recorded."""
+
+
+class ScheduleMismatchError(StoreError):
+    """The store belongs to another schedule (teams, format, games or seed changed)."""
+
+
+# ---- backend interface -------------------------------------------------------------------------
+
+
+class Transaction(Protocol):
+    """Statements inside one transaction; `?` placeholders."""
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        """Rows of a SELECT."""
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        """Run a statement; the number of rows it changed."""
+
+
+class Backend(Protocol):
+    """A database. `transaction()` commits when the block ends normally and rolls back when it
+    raises; transactions that write must be serializable against each other for the rows
+    they touch (SQLite: one writer at a time; PostgreSQL: compare-and-set updates below)."""
+
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """A new transaction."""
+
+    def close(self) -> None:
+        """Release the connection."""
+
+
+class _SQLiteTransaction:
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        return self._connection.execute(sql, tuple(params)).fetchall()
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        return self._connection.execute(sql, tuple(params)).rowcount
+
+
+class SQLiteBackend:
+    """SQLite in WAL mode with `synchronous=FULL`: a committed result survives a crash of the
+    process and of the machine; readers never block the writer. One connection per backend:
+    use one backend per thread or process. Write transactions start with BEGIN IMMEDIATE, so two
+    writers queue (for up to `busy_timeout` seconds) instead of failing half-way."""
+
+    def __init__(self, path: Path | str, *, busy_timeout: float = 30.0) -> None:
+        self.path = Path(path)
+        self._connection = sqlite3.connect(
+            self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=True
+        )
+        self._set_wal(busy_timeout)
+        self._connection.execute("PRAGMA synchronous=FULL")
+        self._connection.execute("PRAGMA foreign_keys=ON")
+
+    def _set_wal(self, busy_timeout: float) -> None:
+        # Switching to WAL needs a moment of exclusive access; while another process creates
+        # the same file SQLite may answer "locked" at once instead of waiting.
+        deadline = time.monotonic() + busy_timeout
+        while True:
+            try:
+                self._connection.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Transaction]:
+        self._connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield _SQLiteTransaction(self._connection)
+        except BaseException:
+            self._connection.execute("ROLLBACK")
+            raise
+        self._connection.execute("COMMIT")
+
+    def transaction(self) -> AbstractContextManager[Transaction]:
+        """A write transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on an exception)."""
+        return self._transaction()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._connection.close()
+
+
+# ---- values --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GameOutcome:
+    """What a game produced, by side: index 0 is Team.ONE (`team_one`), 1 is Team.TWO.
+    `winner` is a team id or None (draw, or an aborted game); `record` the game record XML
+    (`league.records`), if the runner wrote one."""
+
+    siegpunkte: tuple[int, int]
+    schwarm: tuple[int, int]
+    winner: str | None
+    regular: bool
+    reason: str
+    record: str | None = None
+
+    @classmethod
+    def from_result(
+        cls, game: ScheduledGame, result: GameResult, record: str | None = None
+    ) -> GameOutcome:
+        """Convert the engine's result (scores in slot order, by Team) to team ids."""
+        by_team = {entry.team: score for entry, score in result.scores}
+        one = by_team.get(Team.ONE, (0, 0))
+        two = by_team.get(Team.TWO, (0, 0))
+        winner = {Team.ONE: game.team_one, Team.TWO: game.team_two, None: None}[result.winner]
+        return cls(
+            (one[0], two[0]), (one[1], two[1]), winner, result.regular, result.reason, record
+        )
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A game handed to a worker under `attempt` (the fencing token for every later write)."""
+
+    game: ScheduledGame
+    attempt: int
+    worker: str
+
+    @property
+    def match_id(self) -> int:
+        """The game's match."""
+        return self.game.match_id
+
+    @property
+    def number(self) -> int:
+        """The game's number in its match."""
+        return self.game.number
+
+
+class RecordStatus(enum.Enum):
+    """What `record` did."""
+
+    RECORDED = "recorded"
+    DUPLICATE = "duplicate"  # the same attempt's same outcome was already there: nothing changed
+
+
+@dataclass(frozen=True)
+class FinishedGame:
+    """A recorded game."""
+
+    game: ScheduledGame
+    attempt: int
+    outcome: GameOutcome
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Counts of games by status."""
+
+    pending: int
+    running: int
+    finished: int
+
+    @property
+    def total(self) -> int:
+        """All games of the schedule."""
+        return self.pending + self.running + self.finished
+
+
+# ---- the store -----------------------------------------------------------------------------
+
+_GAME_COLUMNS = "match_id, game_number, board_seed, team_one, team_two"
+
+
+def _game(row: Sequence[Any]) -> ScheduledGame:
+    return ScheduledGame(int(row[0]), int(row[1]), int(row[2]), str(row[3]), str(row[4]))
+
+
+class LeagueStore:
+    """The league's state in a `Backend`. `clock` returns seconds since the epoch (tests pass a
+    fake one to expire leases without waiting)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        clock: Callable[[], float] = time.time,
+        before_commit: Callable[[str], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self._clock = clock
+        # Fault injection for the crash tests: called inside a write transaction right before
+        # it commits, with the operation's name.
+        self._before_commit = before_commit
+
+    @classmethod
+    def sqlite(cls, path: Path | str, **kwargs: Any) -> LeagueStore:
+        """A store in the SQLite file `path` (created if missing)."""
+        return cls(SQLiteBackend(path), **kwargs)
+
+    def close(self) -> None:
+        """Close the backend."""
+        self.backend.close()
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def _commit_point(self, operation: str) -> None:
+        if self._before_commit is not None:
+            self._before_commit(operation)
+
+    # -- setup --
+
+    def initialize(self, config: LeagueConfig, matches: tuple[Match, ...]) -> None:
+        """Create the tables and the schedule on first use; afterwards check that the store
+        belongs to this schedule (raises ScheduleMismatchError otherwise)."""
+        fingerprint = schedule_fingerprint(matches)
+        with self.backend.transaction() as tx:
+            for statement in schema.STATEMENTS:
+                tx.execute(statement)
+            rows = tx.query("SELECT meta_value FROM league_meta WHERE meta_key = ?", ("schedule",))
+            if rows:
+                if rows[0][0] != fingerprint:
+                    raise ScheduleMismatchError(
+                        "this store holds another schedule: the league file's teams, format, "
+                        "games_per_match or seed changed after the league started "
+                        "(use a new database file for a new league)"
+                    )
+                return
+            meta = {
+                "schema_version": str(schema.SCHEMA_VERSION),
+                "league_name": config.name,
+                "schedule": fingerprint,
+            }
+            for key, value in meta.items():
+                tx.execute(
+                    "INSERT INTO league_meta (meta_key, meta_value) VALUES (?, ?)", (key, value)
+                )
+            for position, team in enumerate(config.teams):
+                tx.execute(
+                    "INSERT INTO teams (team_id, display_name, position) VALUES (?, ?, ?)",
+                    (team.id, team.name, position),
+                )
+            for match in matches:
+                tx.execute(
+                    "INSERT INTO matches (match_id, round_number, home, away) VALUES (?, ?, ?, ?)",
+                    (match.id, match.round, match.home, match.away),
+                )
+                for game in match.games:
+                    tx.execute(
+                        f"INSERT INTO games ({_GAME_COLUMNS}, status, attempt, lease_until) "
+                        "VALUES (?, ?, ?, ?, ?, 'pending', 0, NULL)",
+                        (game.match_id, game.number, game.board_seed, game.team_one, game.team_two),
+                    )
+
+    # -- work --
+
+    def claim_next(
+        self, worker: str, *, lease_seconds: float = DEFAULT_LEASE_SECONDS
+    ) -> Claim | None:
+        """Start a new attempt on the first unfinished game that nobody is playing (pending, or
+        running with an expired lease), in schedule order. None when there is none."""
+        now = self._now_ms()
+        with self.backend.transaction() as tx:
+            rows = tx.query(
+                f"SELECT {_GAME_COLUMNS}, attempt FROM games "
+                "WHERE status = 'pending' OR (status = 'running' AND lease_until < ?) "
+                "ORDER BY match_id, game_number LIMIT 1",
+                (now,),
+            )
+            if not rows:
+                return None
+            game, previous = _game(rows[0]), int(rows[0][5])
+            attempt = previous + 1
+            # Compare-and-set on the attempt number: under PostgreSQL's READ COMMITTED two
+            # claimers may select the same row; only one of them changes it.
+            changed = tx.execute(
+                "UPDATE games SET status = 'running', attempt = ?, lease_until = ? "
+                "WHERE match_id = ? AND game_number = ? AND attempt = ? AND status <> 'finished'",
+                (attempt, now + int(lease_seconds * 1000), game.match_id, game.number, previous),
+            )
+            if changed != 1:
+                return None
+            tx.execute(
+                "UPDATE attempts SET outcome = 'expired', ended_at = ? "
+                "WHERE match_id = ? AND game_number = ? AND outcome = 'running'",
+                (now, game.match_id, game.number),
+            )
+            tx.execute(
+                "INSERT INTO attempts (match_id, game_number, attempt, worker, started_at, "
+                "heartbeat_at, ended_at, outcome) VALUES (?, ?, ?, ?, ?, ?, NULL, 'running')",
+                (game.match_id, game.number, attempt, worker, now, now),
+            )
+            self._commit_point("claim")
+        return Claim(game, attempt, worker)
+
+    def heartbeat(self, claim: Claim, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
+        """Extend the claim's lease. Raises StaleAttemptError if the game is no longer this
+        attempt's (handed out again after an expired lease, or finished, or abandoned)."""
+        now = self._now_ms()
+        with self.backend.transaction() as tx:
+            changed = tx.execute(
+                "UPDATE games SET lease_until = ? WHERE match_id = ? AND game_number = ? "
+                "AND attempt = ? AND status = 'running'",
+                (now + int(lease_seconds * 1000), claim.match_id, claim.number, claim.attempt),
+            )
+            if changed != 1:
+                raise StaleAttemptError(
+                    f"match {claim.match_id} game {claim.number}: attempt {claim.attempt} "
+                    "is no longer the running attempt"
+                )
+            tx.execute(
+                "UPDATE attempts SET heartbeat_at = ? WHERE match_id = ? AND game_number = ? "
+                "AND attempt = ?",
+                (now, claim.match_id, claim.number, claim.attempt),
+            )
+
+    def abandon(self, claim: Claim) -> bool:
+        """Give the game back for another attempt. False (and nothing changes) if this attempt
+        was no longer the running one."""
+        now = self._now_ms()
+        with self.backend.transaction() as tx:
+            changed = tx.execute(
+                "UPDATE games SET status = 'pending', lease_until = NULL "
+                "WHERE match_id = ? AND game_number = ? AND attempt = ? AND status = 'running'",
+                (claim.match_id, claim.number, claim.attempt),
+            )
+            if changed:
+                tx.execute(
+                    "UPDATE attempts SET outcome = 'abandoned', ended_at = ? "
+                    "WHERE match_id = ? AND game_number = ? AND attempt = ?",
+                    (now, claim.match_id, claim.number, claim.attempt),
+                )
+        return changed == 1
+
+    def reset_running(self) -> int:
+        """Abandon every running attempt (a crashed run's), returning how many. Only for a
+        runner that is the store's single user; shared stores rely on expiring leases."""
+        now = self._now_ms()
+        with self.backend.transaction() as tx:
+            tx.execute(
+                "UPDATE attempts SET outcome = 'abandoned', ended_at = ? WHERE outcome = 'running'",
+                (now,),
+            )
+            return tx.execute(
+                "UPDATE games SET status = 'pending', lease_until = NULL WHERE status = 'running'"
+            )
+
+    def record(
+        self, match_id: int, number: int, attempt: int, outcome: GameOutcome
+    ) -> RecordStatus:
+        """Record a game's outcome for `attempt`, all in one transaction (see the module doc)."""
+        now = self._now_ms()
+        values = (
+            outcome.siegpunkte[0],
+            outcome.siegpunkte[1],
+            outcome.schwarm[0],
+            outcome.schwarm[1],
+            outcome.winner,
+            1 if outcome.regular else 0,
+            outcome.reason,
+            outcome.record,
+        )
+        where = f"match {match_id} game {number}"
+        with self.backend.transaction() as tx:
+            existing = tx.query(
+                "SELECT attempt, siegpunkte_one, siegpunkte_two, schwarm_one, schwarm_two, "
+                "winner, regular, reason, game_record FROM results "
+                "WHERE match_id = ? AND game_number = ?",
+                (match_id, number),
+            )
+            if existing:
+                row = existing[0]
+                if int(row[0]) != attempt:
+                    raise StaleAttemptError(
+                        f"{where} is already recorded by attempt {row[0]}; "
+                        f"attempt {attempt} rejected"
+                    )
+                if tuple(row[1:]) != values:
+                    raise RecordConflictError(
+                        f"{where}: attempt {attempt} already recorded a different outcome"
+                    )
+                return RecordStatus.DUPLICATE
+            changed = tx.execute(
+                "UPDATE games SET status = 'finished', lease_until = NULL "
+                "WHERE match_id = ? AND game_number = ? AND attempt = ? AND status = 'running'",
+                (match_id, number, attempt),
+            )
+            if changed != 1:
+                known = tx.query(
+                    "SELECT attempt, status FROM games WHERE match_id = ? AND game_number = ?",
+                    (match_id, number),
+                )
+                if not known:
+                    raise StaleAttemptError(f"{where} is not in the schedule")
+                raise StaleAttemptError(
+                    f"{where}: attempt {attempt} rejected (the game's attempt is {known[0][0]}, "
+                    f"status {known[0][1]})"
+                )
+            tx.execute(
+                "INSERT INTO results (match_id, game_number, attempt, siegpunkte_one, "
+                "siegpunkte_two, schwarm_one, schwarm_two, winner, regular, reason, game_record, "
+                "recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (match_id, number, attempt, *values, now),
+            )
+            tx.execute(
+                "UPDATE attempts SET outcome = 'finished', ended_at = ? "
+                "WHERE match_id = ? AND game_number = ? AND attempt = ?",
+                (now, match_id, number, attempt),
+            )
+            self._commit_point("record")
+        return RecordStatus.RECORDED
+
+    # -- reading --
+
+    def finished_games(self) -> list[FinishedGame]:
+        """Every recorded game, in schedule order."""
+        with self.backend.transaction() as tx:
+            rows = tx.query(
+                "SELECT g.match_id, g.game_number, g.board_seed, g.team_one, g.team_two, "
+                "r.attempt, r.siegpunkte_one, r.siegpunkte_two, r.schwarm_one, r.schwarm_two, "
+                "r.winner, r.regular, r.reason, r.game_record "
+                "FROM results r JOIN games g "
+                "ON g.match_id = r.match_id AND g.game_number = r.game_number "
+                "ORDER BY g.match_id, g.game_number"
+            )
+        return [
+            FinishedGame(
+                _game(row),
+                int(row[5]),
+                GameOutcome(
+                    (int(row[6]), int(row[7])),
+                    (int(row[8]), int(row[9])),
+                    row[10],
+                    bool(row[11]),
+                    str(row[12]),
+                    row[13],
+                ),
+            )
+            for row in rows
+        ]
+
+    def progress(self) -> Progress:
+        """How many games are pending, running and finished."""
+        with self.backend.transaction() as tx:
+            rows = tx.query("SELECT status, COUNT(*) FROM games GROUP BY status")
+        counts = {str(status): int(count) for status, count in rows}
+        return Progress(
+            counts.get("pending", 0), counts.get("running", 0), counts.get("finished", 0)
+        )
+
+    def attempts(self, match_id: int, number: int) -> list[tuple[int, str, str]]:
+        """(attempt, worker, outcome) of every attempt of a game, oldest first."""
+        with self.backend.transaction() as tx:
+            rows = tx.query(
+                "SELECT attempt, worker, outcome FROM attempts WHERE match_id = ? "
+                "AND game_number = ? ORDER BY attempt",
+                (match_id, number),
+            )
+        return [(int(a), str(w), str(o)) for a, w, o in rows]
