@@ -7,14 +7,10 @@ import errno
 import os
 import signal
 import socket
-<<<<<<< HEAD
-from collections.abc import AsyncIterator, Sequence
-=======
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
->>>>>>> main
 
 import structlog
 import trio
@@ -47,24 +43,18 @@ async def serve(
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
     stop: trio.Event | None = None,
     handle_signals: bool = True,
-<<<<<<< HEAD
-    sinks: Sequence[GameSink] = (),
-=======
     descriptor_limit: int | None = None,
->>>>>>> main
+    sinks: Sequence[GameSink] = (),
 ) -> None:
     """Run the game server until SIGINT/SIGTERM (or `stop` is set). `task_status.started`
     gets the port actually bound, so `port=0` works. On stop, running games end with an
     aborted result that is sent to the clients (result, then left) and recorded before this
-<<<<<<< HEAD
-    returns. `sinks` get every finished game after the server's own (results log) — how an
-    embedding program (the match runner) learns the server-measured move times."""
-=======
     returns; a second signal only shortens the wait for clients to take their last messages.
 
     The soft descriptor limit is raised to the hard one; `descriptor_limit` replaces what that
-    gives (tests), and the connection cap is lowered to keep a reserve of descriptors."""
->>>>>>> main
+    gives (tests), and the connection cap is lowered to keep a reserve of descriptors. `sinks`
+    get every finished game after the server's own (results log): how an embedding program
+    (the match runner) learns the server-measured move times."""
     stop = stop if stop is not None else trio.Event()
     if descriptor_limit is None:
         descriptor_limit = raise_descriptor_limit()

@@ -15,7 +15,8 @@ import trio
 from bots.cli import main as bot_main
 from runner.options import MatchError, parse_options
 from server.config import Settings
-from tests.runner.test_match import environment, game_lines, run_match
+from tests.helpers.process import environment
+from tests.runner.test_match import game_lines, run_match
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -24,7 +24,8 @@ from runner.timing import (
     violation_kind,
 )
 from server.replays import load_start_state
-from tests.runner.test_match import FAST_BOT, environment, game_lines, run_match
+from tests.helpers.process import environment
+from tests.runner.test_match import FAST_BOT, game_lines, run_match
 
 pytestmark = pytest.mark.timeout(90)
 
