@@ -93,9 +93,12 @@ def main() -> int:
                 move = chooser.choice(state.legal_moves())
                 if reached(options.illegal_at_turn, turn):
                     move = illegal_move(state)
-                sock.sendall(connection.send(MovePacket(message.room_id, move)))
+                data = connection.send(MovePacket(message.room_id, move))
                 if reached(options.extra_move_at_turn, turn):
-                    sock.sendall(connection.send(MovePacket(message.room_id, move)))
+                    # In the same write: the server reads the second move before the
+                    # opponent can answer the first, so it is never a requested move.
+                    data += connection.send(MovePacket(message.room_id, move))
+                sock.sendall(data)
                 moves += 1
             elif isinstance(message, Left):
                 print(f"fast_bot: game over after {moves} moves", flush=True)

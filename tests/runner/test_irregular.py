@@ -30,8 +30,9 @@ from tests.runner.test_match import FAST_BOT, game_lines, run_match
 pytestmark = pytest.mark.timeout(90)
 
 # Small limits keep the slow bots' games short: 0.8 s is over 75 % of the 1 s soft limit
-# (and 0.2 s under it: margin for a loaded machine).
-LIMITS = "softTimeout = 1\nhardTimeout = 1.5\n"
+# (and 0.2 s under it: margin for a loaded machine); a 1.5 s stall is a soft timeout with
+# margins of 0.5 s and 1.5 s on either side.
+LIMITS = "softTimeout = 1\nhardTimeout = 3\n"
 
 
 def events(path: Path) -> list[dict[str, Any]]:
@@ -164,7 +165,7 @@ async def test_timeout_counted_and_reproduced(tmp_path: Path) -> None:
     (tmp_path / "server.properties").write_text(LIMITS)
     run = await run_match(
         tmp_path,
-        *("--player1", f"{FAST_BOT} --stall-at-turn 4 --stall 1.2", "--player2", FAST_BOT),
+        *("--player1", f"{FAST_BOT} --stall-at-turn 4 --stall 1.5", "--player2", FAST_BOT),
         *("--games", "1", "--ndjson", "events.jsonl"),
         limit=40,
     )
