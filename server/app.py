@@ -13,6 +13,7 @@ import trio
 
 from server.config import Settings
 from server.connection import CLOSE_GRACE, Connection
+from server.feed import Companion
 from server.lobby import GAME_TYPE, SHUTDOWN_REASON, Lobby
 from server.replays import load_start_state
 
@@ -25,18 +26,20 @@ async def serve(
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
     stop: trio.Event | None = None,
     handle_signals: bool = True,
+    companion: Companion | None = None,
 ) -> None:
     """Run the game server until SIGINT/SIGTERM (or `stop` is set). `task_status.started`
     gets the port actually bound, so `port=0` works. On stop, running games end with an
     aborted result that is sent to the clients (result, then left) and recorded before this
-    returns."""
+    returns. A `companion` (the web viewer) gets the lobby's observer feed and runs in the
+    server's nursery once the game port is bound."""
     stop = stop if stop is not None else trio.Event()
     if settings.load_game_file is not None and settings.start_state is None:
         # load_settings does this already; settings built in code may not have.
         settings = replace(
             settings, start_state=load_start_state(settings.load_game_file, settings.turn)
         )
-    lobby = Lobby(settings)
+    lobby = Lobby(settings, feed=companion.feed if companion is not None else None)
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]
     connections: set[Connection] = set()
@@ -88,6 +91,8 @@ async def serve(
                     game_type=GAME_TYPE,
                     connect_a_bot=f"start.sh -h {_reachable_host(settings.host)} -p {port}",
                 )
+                if companion is not None:
+                    await nursery.start(companion.run, port)
                 task_status.started(port)
                 await stop.wait()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,9 +39,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.warning(warning)
 
     from server.app import serve
+    from server.feed import Companion
+
+    companion: Companion | None = None
+    if settings.web_port is not None:
+        # The composition root: the game server core never imports the web viewer.
+        from web.app import WebViewer
+
+        companion = WebViewer(settings)
 
     try:
-        trio.run(serve, settings)
+        trio.run(functools.partial(serve, settings, companion=companion))
     except BaseException as error:  # reported as a clean message below
         if _find(error, KeyboardInterrupt) is not None:
             # A signal that came before the server could handle it gracefully.

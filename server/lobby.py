@@ -64,6 +64,7 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.config import Settings
+from server.feed import NoFeed, ObserverFeed, RoomPlayer
 from server.replays import save_replay
 from server.results import ResultsLog, game_record
 from server.timers import Timer, Timers
@@ -216,8 +217,16 @@ class _Member:
 
 
 class Lobby:
-    def __init__(self, settings: Settings, *, results: ResultsLog | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        results: ResultsLog | None = None,
+        feed: ObserverFeed | None = None,
+    ) -> None:
         self.settings = settings
+        # Sees what observers see (server/feed.py); a watcher in-process, e.g. the web viewer.
+        self.feed: ObserverFeed = feed if feed is not None else NoFeed()
         self.results = results if results is not None else ResultsLog(settings.results_file)
         self.timers = Timers()
         self.rooms: dict[str, Room] = {}
@@ -382,6 +391,7 @@ class Lobby:
             self._joinable.pop(room.id, None)
         peer.send(Joined(room.id))
         log.info("joined", room=room.id, peer=peer.name, team=slot.team.name)
+        self._feed_players(room)
         if room.ready:
             self._start(room)
 
@@ -396,6 +406,7 @@ class Lobby:
         self.rooms[room.id] = room
         self._joinable[room.id] = room
         log.info("room created", room=room.id, prepared=prepared, paused=paused)
+        self.feed.room_opened(room.id, paused=paused, prepared=prepared)
         return room
 
     def _refuse_when_shutting_down(self) -> None:
@@ -448,6 +459,7 @@ class Lobby:
                 room.reservations.append(code)
         if not room.joinable:
             self._joinable.pop(room.id, None)
+        self._feed_players(room)
         ttl = self.settings.reservation_ttl
         if ttl > 0:
             room.timer = self.timers.call_later(ttl, lambda: self._expire(room))
@@ -791,6 +803,16 @@ class Lobby:
     def _to_observers(self, room: Room, message: ServerMessage) -> None:
         for observer in room.observers:
             observer.send(message)
+        self.feed.observe(message)
+
+    def _feed_players(self, room: Room) -> None:
+        self.feed.players_changed(
+            room.id,
+            [
+                RoomPlayer(slot.team.name, slot.display_name, slot.peer is not None)
+                for slot in room.slots
+            ],
+        )
 
 
 def wall_clock_reason(limit: float) -> str:
