@@ -64,6 +64,7 @@ class WebViewer:
         self.viewer_rate = viewer_rate
         self.port = port if port is not None else settings.web_port
         self.url = ""  # set once it listens
+        self.viewers = 0  # open live sockets (each one task pair while open)
         self.game_port = 0
         self._nursery: trio.Nursery | None = None
         self.app = self._build_app()
@@ -175,7 +176,7 @@ class WebViewer:
     async def _logout(self, request: Request, session: Session) -> Response:
         self.sessions.logout(session)
         response = JSONResponse({"admin": False})
-        response.delete_cookie(COOKIE, path="/")
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
         return response
 
     def _request_allowed(self, request: Request, session: Session) -> bool:
@@ -234,6 +235,19 @@ class WebViewer:
     ) -> None:
         """Send the latest snapshot whenever it changed, at most `viewer_rate` times a second,
         until the viewer leaves (its receive side is watched, or its task would leak)."""
+        self.viewers += 1
+        try:
+            await self._pump_until_gone(websocket, change, payload, on_message)
+        finally:
+            self.viewers -= 1
+
+    async def _pump_until_gone(
+        self,
+        websocket: WebSocket,
+        change: Change,
+        payload: Callable[[], str],
+        on_message: Callable[[Any], Awaitable[None]] | None,
+    ) -> None:
         async with trio.open_nursery() as nursery:
 
             async def receive() -> None:
@@ -275,7 +289,7 @@ class WebViewer:
         path = self.settings.replay_dir / name
         if not _is_replay_name(name) or "/" in name or not path.is_file():
             return _error(404, "no such replay")
-        if path.stat().st_size > MAX_UPLOAD_BYTES * 8:
+        if path.stat().st_size > MAX_REPLAY_BYTES:
             return _error(413, "replay file too large")
         data = await trio.to_thread.run_sync(path.read_bytes)
         return await self._replay_response(data)
@@ -403,7 +417,7 @@ def _human_json(player: HumanPlayer) -> str:
         {
             "room": player.room_id,
             "team": player.team.name if player.team is not None else None,
-            "state": state_json(state) if state is not None else None,
+            "state": state_json(state, player.previous) if state is not None else None,
             "myTurn": player.my_turn,
             "legal": legal_targets(state) if state is not None and player.my_turn else {},
             "requestedAt": player.requested_at,

@@ -115,6 +115,7 @@ class HumanPlayer:
         self.room_id: str | None = None
         self.team: Team | None = None
         self.state: GameState | None = None
+        self.previous: GameState | None = None  # the state before `state` (for the last move)
         self.my_turn = False
         self.requested_at = 0.0  # wall clock of the current move request
         self.result: GameResult | None = None
@@ -149,6 +150,8 @@ class HumanPlayer:
         elif isinstance(message, WelcomeMessage):
             self.team = message.team
         elif isinstance(message, Memento):
+            if self.state is None or message.state.turn != self.state.turn:
+                self.previous = self.state
             self.state = message.state
         elif isinstance(message, MoveRequest):
             self.my_turn = True

@@ -19,9 +19,11 @@ async def random_bot(
     reservation: str | None = None,
     think: float = 0.0,
     states: list[GameState] | None = None,
+    gate: trio.MemoryReceiveChannel[None] | None = None,
 ) -> GameResult | None:
     """Join (or take `reservation`), play random legal moves after `think` seconds, return
-    the result. Every state it sees is appended to `states`."""
+    the result. Every state it sees is appended to `states`; with `gate`, each move waits
+    for an item from it (both bots may share one gate)."""
     chooser = random.Random(seed)
     client = await ScClient.connect(port)
     result: GameResult | None = None
@@ -37,6 +39,8 @@ async def random_bot(
                 assert state is not None
                 if think:
                     await trio.sleep(think)
+                if gate is not None:
+                    await gate.receive()
                 move = chooser.choice(state.legal_moves())
                 await client.send(MovePacket(message.room_id, move))
             elif isinstance(message, ResultMessage):

@@ -37,11 +37,11 @@ function showTurn(turn) {
   let i = replay.states.findIndex((s) => s.turn >= turn);
   show(i < 0 ? replay.states.length - 1 : i);
 }
-function stop() { clearInterval(timer); timer = null; document.getElementById("play").textContent = "▶"; }
+function stop() { clearInterval(timer); timer = null; document.getElementById("play").textContent = "play"; }
 function play() {
   if (timer) { stop(); return; }
   if (index >= replay.states.length - 1) show(0);
-  document.getElementById("play").textContent = "⏸";
+  document.getElementById("play").textContent = "pause";
   timer = setInterval(() => { if (index >= replay.states.length - 1) stop(); else show(index + 1); },
     Number(document.getElementById("speed").value));
 }
