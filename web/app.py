@@ -8,6 +8,7 @@ clients of the game server over loopback, like any external tool.
 from __future__ import annotations
 
 import json
+import random
 import secrets
 import time
 import zlib
@@ -43,7 +44,7 @@ log = structlog.get_logger("web")
 
 STATIC = Path(str(resources.files("web") / "static"))
 # Snapshots per second per viewer at most: latest state wins, nothing queues up.
-VIEWER_RATE = 10.0
+VIEWER_RATE = 4.0
 MAX_UPLOAD_BYTES = 4 * 1024 * 1024  # an official replay is ~100 KiB, gzipped far less
 MAX_REPLAY_BYTES = 32 * 1024 * 1024  # after gunzip (no zip bombs)
 MAX_HUMANS = 100
@@ -263,11 +264,21 @@ class WebViewer:
             nursery.start_soon(receive)
             version = -1
             interval = 1.0 / self.viewer_rate
+            jitter = random.Random()
+            last_sent: float | None = None
             try:
                 while True:
                     version = await change.wait_past(version)
+                    if last_sent is not None:
+                        # At most one snapshot per interval; and since every viewer wakes on
+                        # the same change, each also waits a random share of an interval, which
+                        # spreads their sends so the game's own messages go first.
+                        wait = last_sent + interval - trio.current_time()
+                        await trio.sleep(max(0.0, wait) + jitter.uniform(0.0, 0.5) * interval)
+                    # The latest snapshot, however many changes came meanwhile.
+                    version = change.version
                     await websocket.send_text(f'{{"now":{time.time():.3f},"data":{payload()}}}')
-                    await trio.sleep(interval)
+                    last_sent = trio.current_time()
             except (WebSocketDisconnect, RuntimeError, OSError):
                 nursery.cancel_scope.cancel()
 

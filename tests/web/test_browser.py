@@ -213,13 +213,14 @@ async def test_a_person_clicks_a_whole_game_against_a_random_bot(
                     )
                     if page.get_attribute("body", "data-over") == "1":
                         return clicks
-                    if clicks == 8:
-                        screenshot(page, "play")
                     turn = page.get_attribute("svg#board", "data-turn")
                     fish = page.query_selector_all("g.cell.selectable")
                     chooser.choice(fish).click()
+                    page.wait_for_selector("g.cell.selected")
                     targets = page.query_selector_all("g.cell.target")
                     assert targets, "a selectable fish offers targets"
+                    if clicks == 8:
+                        screenshot(page, "play")
                     chooser.choice(targets).click()
                     clicks += 1
                     page.wait_for_selector(f'svg#board:not([data-turn="{turn}"])')

@@ -57,7 +57,7 @@ function render() {
 setInterval(() => {
   const clock = document.getElementById("clock");
   if (game && game.status === "running") {
-    clock.textContent = "thinking " + Web.ms(Date.now() + offset - game.clockStart * 1000);
+    clock.textContent = "· thinking " + Web.ms(Date.now() + offset - game.clockStart * 1000);
   } else clock.textContent = "";
 }, 200);
 Web.live("/ws/game/" + encodeURIComponent(roomId), (data, serverOffset) => {

@@ -44,7 +44,7 @@ function render() {
         socket.send({ x: sx, y: sy, dir: targets.get(key) });
         selected = null; me.myTurn = false; me.legal = {};
         render();
-      } else if (selectable.has(key)) { selected = selected === key ? null : key; render(); }
+      } else if (selectable.has(key)) { if (selected !== key) { selected = key; render(); } }
       else { selected = null; render(); }
     },
   });
