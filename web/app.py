@@ -45,6 +45,7 @@ log = structlog.get_logger("web")
 STATIC = Path(str(resources.files("web") / "static"))
 # Snapshots per second per viewer at most: latest state wins, nothing queues up.
 VIEWER_RATE = 4.0
+PLAYER_RATE = 10.0
 MAX_UPLOAD_BYTES = 4 * 1024 * 1024  # an official replay is ~100 KiB, gzipped far less
 MAX_REPLAY_BYTES = 32 * 1024 * 1024  # after gunzip (no zip bombs)
 MAX_HUMANS = 100
@@ -233,12 +234,16 @@ class WebViewer:
         change: Change,
         payload: Callable[[], str],
         on_message: Callable[[Any], Awaitable[None]] | None = None,
+        rate: float | None = None,
     ) -> None:
-        """Send the latest snapshot whenever it changed, at most `viewer_rate` times a second,
-        until the viewer leaves (its receive side is watched, or its task would leak)."""
+        """Send the latest snapshot when it changed, at most `rate` (default `viewer_rate`)
+        times a second, until the viewer leaves (its receive side is watched, or its task
+        would leak)."""
         self.viewers += 1
         try:
-            await self._pump_until_gone(websocket, change, payload, on_message)
+            await self._pump_until_gone(
+                websocket, change, payload, on_message, rate or self.viewer_rate
+            )
         finally:
             self.viewers -= 1
 
@@ -248,6 +253,7 @@ class WebViewer:
         change: Change,
         payload: Callable[[], str],
         on_message: Callable[[Any], Awaitable[None]] | None,
+        rate: float,
     ) -> None:
         async with trio.open_nursery() as nursery:
 
@@ -262,23 +268,19 @@ class WebViewer:
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(receive)
-            version = -1
-            interval = 1.0 / self.viewer_rate
-            jitter = random.Random()
-            last_sent: float | None = None
+            interval = 1.0 / rate
+            # Each viewer looks for a change on its own clock, at a random phase, instead of
+            # waking on the change: a hundred viewers then never wake together right after a
+            # move, when the game's own messages must go out, and their sends spread evenly.
             try:
+                sent = change.version
+                await websocket.send_text(self._envelope(payload()))
+                await trio.sleep(random.uniform(0.0, interval))
                 while True:
-                    version = await change.wait_past(version)
-                    if last_sent is not None:
-                        # At most one snapshot per interval; and since every viewer wakes on
-                        # the same change, each also waits a random share of an interval, which
-                        # spreads their sends so the game's own messages go first.
-                        wait = last_sent + interval - trio.current_time()
-                        await trio.sleep(max(0.0, wait) + jitter.uniform(0.0, 0.5) * interval)
-                    # The latest snapshot, however many changes came meanwhile.
-                    version = change.version
-                    await websocket.send_text(f'{{"now":{time.time():.3f},"data":{payload()}}}')
-                    last_sent = trio.current_time()
+                    if change.version != sent:
+                        sent = change.version  # the latest snapshot, however many changes came
+                        await websocket.send_text(self._envelope(payload()))
+                    await trio.sleep(interval)
             except (WebSocketDisconnect, RuntimeError, OSError):
                 nursery.cancel_scope.cancel()
 
@@ -419,7 +421,15 @@ class WebViewer:
                 player.errors.append(error)
                 player.change.bump()
 
-        await self._pump(websocket, player.change, partial(_human_json, player), on_message)
+        # A person waits for the bot's answer: a faster rate than for watchers.
+        await self._pump(
+            websocket, player.change, partial(_human_json, player), on_message, PLAYER_RATE
+        )
+
+    @staticmethod
+    def _envelope(payload: str) -> str:
+        # The server's wall clock lets the page show running clocks without clock skew.
+        return f'{{"now":{time.time():.3f},"data":{payload}}}'
 
 
 def _human_json(player: HumanPlayer) -> str:

@@ -8,38 +8,44 @@ from engine import FieldState, GameState, Move, Team
 
 # 8-neighbourhood: swarms are 8-connected (rules §11.4).
 _NEIGHBOURS = tuple((dx, dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1) if dx or dy)
+# Enum properties are slow to read in bulk; these run for every state a viewer is shown.
+_NAME = {field: field.name for field in FieldState}
+_TEAM = {field: field.team for field in FieldState}
+_SIZE = {field: field.size for field in FieldState}
 
 
 def largest_swarm(state: GameState, team: Team) -> list[tuple[int, int]]:
     """The fields of `team`'s heaviest 8-connected swarm (weight = sum of fish sizes; the
     swarm found first in row-major order wins a tie); empty without fish."""
+    return _largest_swarm(state.rows(), team)
+
+
+def _largest_swarm(rows: list[list[FieldState]], team: Team) -> list[tuple[int, int]]:
+    # On the rows list, not state.field(): this runs for every state a viewer is shown.
+    sizes = {
+        (x, y): _SIZE[field]
+        for y, row in enumerate(rows)
+        for x, field in enumerate(row)
+        if _TEAM[field] is team
+    }
     best: list[tuple[int, int]] = []
     best_weight = -1
     seen: set[tuple[int, int]] = set()
-    for y in range(state.height):
-        for x in range(state.width):
-            if (x, y) in seen or state.field(x, y).team is not team:
-                continue
-            swarm = [(x, y)]
-            seen.add((x, y))
-            weight = 0
-            index = 0
-            while index < len(swarm):
-                cx, cy = swarm[index]
-                index += 1
-                weight += state.field(cx, cy).size
-                for dx, dy in _NEIGHBOURS:
-                    nx, ny = cx + dx, cy + dy
-                    if (
-                        0 <= nx < state.width
-                        and 0 <= ny < state.height
-                        and (nx, ny) not in seen
-                        and state.field(nx, ny).team is team
-                    ):
-                        seen.add((nx, ny))
-                        swarm.append((nx, ny))
-            if weight > best_weight:
-                best, best_weight = swarm, weight
+    for start in sizes:  # row-major: rows[y][x] in order
+        if start in seen:
+            continue
+        seen.add(start)
+        swarm = [start]
+        weight = 0
+        for cx, cy in swarm:  # grows while iterating: a breadth-first search
+            weight += sizes[(cx, cy)]
+            for dx, dy in _NEIGHBOURS:
+                neighbour = (cx + dx, cy + dy)
+                if neighbour in sizes and neighbour not in seen:
+                    seen.add(neighbour)
+                    swarm.append(neighbour)
+        if weight > best_weight:
+            best, best_weight = swarm, weight
     return sorted(best)
 
 
@@ -72,16 +78,17 @@ def state_json(state: GameState, previous: GameState | None = None) -> dict[str,
     last_json = move_json(last)
     if last is not None and last_json is not None and previous is not None:
         last_json["to"] = list(move_target(previous, last))
+    rows = state.rows()
     return {
         "turn": state.turn,
-        "board": [[field.name for field in row] for row in state.rows()],
+        "board": [[_NAME[field] for field in row] for row in rows],
         "current": state.current_team.name,
         "lastMove": last_json,
         "swarm": {
             team.name: max(0, state.greatest_swarm_weight(team)) for team in (Team.ONE, Team.TWO)
         },
         "largest": {
-            team.name: [list(cell) for cell in largest_swarm(state, team)]
+            team.name: [list(cell) for cell in _largest_swarm(rows, team)]
             for team in (Team.ONE, Team.TWO)
         },
     }

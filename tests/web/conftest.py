@@ -175,7 +175,16 @@ def screenshot() -> Callable[[Any, str], None]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     def save(page: Any, name: str) -> None:
-        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+        # Down to the end of the content, not the empty rest of the window.
+        bottom = page.evaluate(
+            "Math.ceil(document.querySelector('main').getBoundingClientRect().bottom)"
+        )
+        width = page.viewport_size["width"]
+        page.screenshot(
+            path=str(SCREENSHOTS / f"{name}.png"),
+            full_page=True,
+            clip={"x": 0, "y": 0, "width": width, "height": max(200, bottom)},
+        )
 
     return save
 

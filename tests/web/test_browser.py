@@ -13,7 +13,9 @@ import pytest
 import trio
 
 from engine import GameState
+from protocol.events import Prepare, SlotDescriptor
 from protocol.replay import read_replay
+from web.sc import admin_request
 
 from .conftest import BrowserThread, Running
 from .players import random_bot
@@ -54,35 +56,46 @@ async def test_lobby_shows_a_game_two_bots_play(
 ) -> None:
     with trio.fail_after(60):
         page = await browser.new_page()
-        await browser.run(lambda: page.goto(running.url + "/"))
-        gate = trio.Event()
+        await browser.run(page.goto, running.url + "/")
+        # Two named games (prepared like a tournament runner does) and one <join> game.
+        codes: list[str] = []
+        for names in (("Alice", "Bob"), ("greedy", "random")):
+            slots = tuple(SlotDescriptor(name, True, True) for name in names)
+            reply = await admin_request(running.port, "secret-pw", [Prepare(None, False, slots)])
+            codes += reply.prepared[0].reservations
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(lambda: random_bot(running.port, seed=1, think=0.02))
-            nursery.start_soon(lambda: random_bot(running.port, seed=2, think=0.02))
+            for seed, code in enumerate(codes):
+                nursery.start_soon(
+                    lambda s=seed, c=code: random_bot(
+                        running.port, seed=s, reservation=c, think=0.05
+                    )
+                )
+            nursery.start_soon(lambda: random_bot(running.port, seed=7, think=0.05))
+            nursery.start_soon(lambda: random_bot(running.port, seed=8, think=0.05))
 
-            def running_row() -> dict[str, str]:
-                row = page.wait_for_selector('#rooms tr[data-status="running"]')
+            def running_rows() -> list[dict[str, str]]:
                 page.wait_for_function(
-                    "() => +document.querySelector('#rooms tr[data-status=running] td.num')"
-                    ".textContent >= 6"
+                    "() => [...document.querySelectorAll('#rooms tr[data-status=running] td.num')]"
+                    ".filter((cell, i) => i % 3 === 0 && +cell.textContent >= 6).length >= 3"
                 )
                 screenshot(page, "lobby")
-                return {
-                    "room": row.get_attribute("data-room"),
-                    "text": row.inner_text(),
-                }
+                return page.eval_on_selector_all(
+                    "#rooms tr[data-room]",
+                    "rows => rows.map(r => ({room: r.dataset.room, text: r.innerText}))",
+                )
 
-            seen = await browser.run(running_row)
-            gate.set()
-        view = running.viewer.hub.games[seen["room"]]
-        assert "Team ONE" in seen["text"] and "Team TWO" in seen["text"]
-        # Updates without reload: the same page now shows the game over with its result.
+            rows = await browser.run(running_rows)
+        texts = " ".join(row["text"] for row in rows)
+        assert len(rows) == 3
+        for name in ("Alice", "Bob", "greedy", "random", "Team ONE", "Team TWO"):
+            assert name in texts
+        # Updates without reload: the same page now shows every game over.
         await browser.run(
-            lambda: page.wait_for_selector(
-                f'#rooms tr[data-room="{seen["room"]}"][data-status="over"]'
-            )
+            page.wait_for_function,
+            "() => document.querySelectorAll('#rooms tr[data-status=over]').length === 3",
         )
-        assert view.result is not None
+        for row in rows:
+            assert running.viewer.hub.games[row["room"]].result is not None
 
 
 async def test_game_page_board_equals_the_engine_after_every_move(
