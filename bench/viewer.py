@@ -1,20 +1,21 @@
-"""Viewer benchmark: does watching slow the game? 100 WebSocket viewers on the running game.
+"""Viewer benchmark: does watching slow the server? 100 WebSocket viewers on one running game.
 
 The server runs in its own process (`python -m server --web-port ...`, pinned to one CPU when
-there are several). Two in-process SC clients play prepared games back to back, each move
-after a fixed thinking time; when a game ends the next one is prepared at once. The script
-measures two windows in one run: first without viewers, then with `--viewers` WebSocket
-viewers on the game being played (each follows the series: game page socket, reconnect to the
-next game when one is over). For each window it prints:
+there are several). In-process SC clients play `--games` prepared games at once, back to back:
+one "watched" game whose bots think `--watched-think` seconds per move (like real bots: a game
+lasts about half a minute), and the others with `--think` seconds per move, for load and
+latency samples. The script measures two windows in one run: first without viewers, then with
+`--viewers` WebSocket viewers (in a process of their own) on the watched game's page socket,
+following it to the next game when one ends. For each window it prints:
 
-- moves/s: moves the server accepted per second of wall time;
+- moves/s: moves the server accepted per second of wall time, all games;
 - latency p50/p99: the server's per-move latency, from a client sending its move to the
-  opponent receiving its moveRequest (both clients share this process's clock);
+  opponent receiving its moveRequest (both clients share this process's clock), all games;
 - server CPU: CPU seconds the server process used per second of wall time;
 - with viewers also the viewers' delay p50/p99: from the move leaving its client to a viewer
   receiving a snapshot that shows it (snapshots are rate-limited, latest state wins).
 
-Run:  .venv/bin/python bench/viewer.py [--viewers 100] [--seconds 10] [--think 0.02]
+Run:  .venv/bin/python bench/viewer.py [--viewers 100] [--seconds 20] [--games 10]
 """
 
 from __future__ import annotations
@@ -57,14 +58,22 @@ class Window:
 
 
 @dataclass
-class Series:
-    """The game being played, shared by the players and the viewers."""
+class Shared:
+    """The window being measured, shared by every series."""
 
+    window: Window = field(default_factory=Window)
+
+
+@dataclass
+class Series:
+    """One game after the other, by one pair of players."""
+
+    shared: Shared
+    name: str
     room: str = ""
     changed: trio.Event = field(default_factory=trio.Event)
     sent_at: dict[tuple[str, int], float] = field(default_factory=dict)  # (room, turn) -> time
     all_sent: dict[tuple[str, int], float] = field(default_factory=dict)  # kept for the viewers
-    window: Window = field(default_factory=Window)
 
     def next_room(self, room: str) -> None:
         self.room = room
@@ -85,7 +94,7 @@ async def player(port: int, code: str, series: Series, think: float, rng: random
                 state = message.state
             elif isinstance(message, MoveRequest):
                 assert state is not None
-                window = series.window
+                window = series.shared.window
                 other = series.sent_at.get((message.room_id, state.turn))
                 if other is not None and window.measuring:
                     window.latencies.append(now - other)
@@ -106,7 +115,7 @@ async def player(port: int, code: str, series: Series, think: float, rng: random
 
 async def play_series(port: int, series: Series, think: float) -> None:
     rng = random.Random(2026)
-    slots = (SlotDescriptor("one", True, True), SlotDescriptor("two", True, True))
+    slots = tuple(SlotDescriptor(f"{series.name}-{team}", True, True) for team in ("a", "b"))
     while True:
         reply = await admin_request(port, PASSWORD, [Prepare(GAME_TYPE, False, slots)])
         prepared = reply.prepared[0]
@@ -133,7 +142,11 @@ async def scout(web_port: int, watched: Watched) -> None:
     lobby = await WsClient.connect("127.0.0.1", web_port, "/ws/lobby")
     while True:
         rooms = (await lobby.receive_json())["data"]["rooms"]
-        live = [room["id"] for room in rooms if room["status"] in ("waiting", "running")]
+        live = [
+            room["id"]
+            for room in rooms
+            if room["status"] in ("waiting", "running") and room["names"][0] == "watched-a"
+        ]
         if live and live[0] != watched.room:
             watched.room = live[0]
             watched.changed.set()
@@ -152,10 +165,13 @@ async def viewer(web_port: int, watched: Watched, connected: list[int]) -> None:
             connected[0] += 1
             counted = True
         try:
+            first = True
             while True:
                 snapshot = await ws.receive_json()
                 data = snapshot.get("data") or {}
-                watched.seen.append((room, data.get("turn", -1), time.perf_counter()))
+                if not first:  # the first one shows a state of before the viewer came
+                    watched.seen.append((room, data.get("turn", -1), time.perf_counter()))
+                first = False
                 if data.get("status") == "over" or snapshot.get("missing"):
                     break
         except WebSocketClosed:
@@ -183,8 +199,8 @@ async def watch(web_port: int, viewers: int) -> None:
         print(f"{room} {turn} {when!r}")
 
 
-async def measure(series: Series, pid: int, seconds: float) -> tuple[Window, float, float]:
-    window = series.window = Window(measuring=True)
+async def measure(shared: Shared, pid: int, seconds: float) -> tuple[Window, float, float]:
+    window = shared.window = Window(measuring=True)
     cpu_before, started = cpu_seconds(pid), time.perf_counter()
     await trio.sleep(seconds)
     window.measuring = False
@@ -193,13 +209,24 @@ async def measure(series: Series, pid: int, seconds: float) -> tuple[Window, flo
 
 
 async def run(
-    port: int, web_port: int, pid: int, viewers: int, seconds: float, think: float
+    port: int,
+    web_port: int,
+    pid: int,
+    viewers: int,
+    seconds: float,
+    think: float,
+    games: int,
+    watched_think: float,
 ) -> None:
-    series = Series()
+    shared = Shared()
+    series = Series(shared, "watched")
+    others = [Series(shared, f"game{index}") for index in range(games - 1)]
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(play_series, port, series, think)
-        await trio.sleep(1.0)  # warm-up
-        alone = await measure(series, pid, seconds)
+        nursery.start_soon(play_series, port, series, watched_think)
+        for other in others:
+            nursery.start_soon(play_series, port, other, think)
+        await trio.sleep(3.0)  # warm-up: every game started
+        alone = await measure(shared, pid, seconds)
         process = await trio.lowlevel.open_process(
             [sys.executable, __file__, "--watch", str(web_port), "--viewers", str(viewers)],
             stdin=subprocess.PIPE,
@@ -210,7 +237,7 @@ async def run(
         while b"ready\n" not in output:
             output += await process.stdout.receive_some()
         await trio.sleep(1.0)
-        watched = await measure(series, pid, seconds)
+        watched = await measure(shared, pid, seconds)
         measured_from = time.perf_counter() - watched[1]
         measured_to = time.perf_counter()
         await process.stdin.aclose()
@@ -285,8 +312,17 @@ def percentile(samples: list[float], fraction: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--viewers", type=int, default=100, help="WebSocket viewers")
-    parser.add_argument("--seconds", type=float, default=10.0, help="measured window each")
-    parser.add_argument("--think", type=float, default=0.02, help="seconds per move")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured window each")
+    parser.add_argument("--games", type=int, default=10, help="games played at once")
+    parser.add_argument(
+        "--think", type=float, default=0.05, help="seconds per move in the unwatched games"
+    )
+    parser.add_argument(
+        "--watched-think",
+        type=float,
+        default=0.5,
+        help="seconds per move in the watched game (as real bots: it lasts about 30 s)",
+    )
     parser.add_argument("--server-cpu", type=int, default=0, help="CPU to pin the server to")
     parser.add_argument("--profile", metavar="FILE", help="run the server under cProfile")
     parser.add_argument("--watch", type=int, metavar="WEB_PORT", help=argparse.SUPPRESS)
@@ -319,6 +355,8 @@ def main() -> None:
                 arguments.viewers,
                 arguments.seconds,
                 arguments.think,
+                arguments.games,
+                arguments.watched_think,
             )
         finally:
             process.send_signal(subprocess.signal.SIGINT)  # type: ignore[attr-defined]
