@@ -1,10 +1,10 @@
 """The web viewer's picture of every game, built only from the observer feed.
 
 `GameHub` implements `server.feed.ObserverFeed`: each call updates one `GameView` in O(1)
-(plus the swarm sizes of one state) and wakes the pages that watch it. Pages never get a
+(plus the swarm sizes of one state) and bumps its version. Pages never get a
 message per event: they ask for the latest snapshot, at most a few times a second, and the
-JSON of a snapshot is built once per change however many pages watch it, so a hundred viewers
-cost the game next to nothing (bench/viewer.py).
+JSON of a snapshot is built once per change however many pages watch it (bench/viewer.py
+measures what a hundred viewers cost the game).
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import trio
-
 from engine import GameResult, GameState, Team
 from protocol.messages import Left, Memento, Paused, ResultMessage, RoomError, ServerMessage
 from server.feed import RoomPlayer
@@ -28,23 +26,15 @@ KEEP_FINISHED = 50
 
 
 class Change:
-    """A version counter with an event that fires on the next change (latest state wins)."""
+    """A version counter: pages compare it with the version they last sent (latest state
+    wins; nobody is woken per change, see `web.app.WebViewer._pump`)."""
 
     def __init__(self) -> None:
         self.version = 0
-        self._event = trio.Event()
 
     def bump(self) -> None:
-        """Something changed: wake everyone waiting."""
+        """Something changed."""
         self.version += 1
-        self._event.set()
-        self._event = trio.Event()
-
-    async def wait_past(self, version: int) -> int:
-        """Return the current version once it differs from `version`."""
-        while self.version == version:
-            await self._event.wait()
-        return self.version
 
 
 @dataclass(eq=False)

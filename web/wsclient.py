@@ -59,6 +59,10 @@ class WsClient:
 
     async def receive_json(self) -> Any:
         """The next text message, decoded."""
+        return json.loads(await self.receive_text())
+
+    async def receive_text(self) -> str:
+        """The next text message."""
         while not self._pending:
             for event in await self._events():
                 if isinstance(event, TextMessage):
@@ -68,7 +72,7 @@ class WsClient:
                         self._text.clear()
                 elif isinstance(event, CloseConnection):
                     raise WebSocketClosed(event.reason or "closed")
-        return json.loads(self._pending.pop(0))
+        return self._pending.pop(0)
 
     async def send_json(self, value: Any) -> None:
         """Send one text message."""
