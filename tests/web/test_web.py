@@ -380,3 +380,43 @@ async def test_viewers_get_coalesced_snapshots_and_leave_no_task_behind(
             with pytest.raises(WebSocketClosed):
                 await ws.receive_json()
             nursery.cancel_scope.cancel()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def test_the_cli_serves_the_viewer_next_to_the_game_server(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    web_port = free_port()
+    command = [sys.executable, "-m", "server", "--port", "0", "--web-port", str(web_port)]
+    repo = Path(__file__).resolve().parents[2]
+    with trio.fail_after(30):
+        process = await trio.lowlevel.open_process(
+            command,
+            cwd=tmp_path,
+            env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"},
+            stderr=subprocess.PIPE,
+        )
+        assert process.stderr is not None
+        log = b""
+        while b"web viewer listening" not in log:
+            chunk = await process.stderr.receive_some()
+            assert chunk, log.decode()
+            log += chunk
+        status, body, _ = await trio.to_thread.run_sync(
+            http, f"http://127.0.0.1:{web_port}/api/rooms"
+        )
+        assert status == 200 and body == {"rooms": []}
+        process.send_signal(signal.SIGINT)
+        while chunk := await process.stderr.receive_some():
+            log += chunk
+        assert await process.wait() == 0, log.decode()
