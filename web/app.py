@@ -51,7 +51,7 @@ MAX_UPLOAD_BYTES = 4 * 1024 * 1024  # an official replay is ~100 KiB, gzipped fa
 MAX_REPLAY_BYTES = 32 * 1024 * 1024  # after gunzip (no zip bombs)
 MAX_HUMANS = 100
 LOGIN_FAILURE_DELAY = 1.0
-GAME_GAME_TYPE = "swc_2026_piranhas"
+GAME_TYPE = "swc_2026_piranhas"
 
 
 class WebViewer:
@@ -350,7 +350,7 @@ class WebViewer:
             return _error(400, "names: two strings")
         timeouts = bool(body.get("timeouts", True))
         slots = tuple(SlotDescriptor(name[:100], timeouts, True) for name in names)
-        reply, failed = await self._admin(Prepare(GAME_GAME_TYPE, bool(body.get("paused")), slots))
+        reply, failed = await self._admin(Prepare(GAME_TYPE, bool(body.get("paused")), slots))
         if failed is not None:
             return failed
         prepared = reply.prepared[0]
@@ -383,7 +383,9 @@ class WebViewer:
         """A person takes a slot: a room prepared for them (their slot never times out, the
         other one is open to the next bot's <join>), or a given reservation code."""
         body = await _json_body(request)
-        if len([h for h in self.humans.values() if not h.ended]) >= MAX_HUMANS:
+        for token in [token for token, human in self.humans.items() if human.ended]:
+            del self.humans[token]  # their page has shown the result by now
+        if len(self.humans) >= MAX_HUMANS:
             return _error(503, "too many people playing")
         reservation = body.get("reservation")
         room_id: str | None = None
@@ -393,7 +395,7 @@ class WebViewer:
             human = SlotDescriptor(name, False, True)
             bot = SlotDescriptor(str(body.get("opponent", "") or "")[:100], True, False)
             slots = (human, bot) if team == "ONE" else (bot, human)
-            reply, failed = await self._admin(Prepare(GAME_GAME_TYPE, False, slots))
+            reply, failed = await self._admin(Prepare(GAME_TYPE, False, slots))
             if failed is not None:
                 return failed
             reservation = reply.prepared[0].reservations[0]
@@ -409,7 +411,17 @@ class WebViewer:
         await websocket.accept()
         session = self._session(websocket)
         player = self.humans.get(websocket.path_params["token"])
-        if player is None or session is None or session.token != player.owner:
+        # Moves are state-changing: only the session that opened the game, from this site.
+        if (
+            player is None
+            or session is None
+            or session.token != player.owner
+            or not same_origin(
+                websocket.headers.get("origin"),
+                websocket.headers.get("host"),
+                "https" if websocket.url.scheme == "wss" else "http",
+            )
+        ):
             await websocket.send_text(json.dumps({"missing": True}))
             await websocket.close()
             return

@@ -9,17 +9,23 @@ measures what a hundred viewers cost the game).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ParamSpec
+
+import structlog
 
 from engine import GameResult, GameState, Team
 from protocol.messages import Left, Memento, Paused, ResultMessage, RoomError, ServerMessage
 from server.feed import RoomPlayer
 from web.board import move_json, state_json
+
+log = structlog.get_logger("web.hub")
+P = ParamSpec("P")
 
 # Finished games stay visible (with their result) for this many newer finished games.
 KEEP_FINISHED = 50
@@ -124,6 +130,20 @@ class GameView:
         return self._json
 
 
+def _never_raises(method: Callable[P, None]) -> Callable[P, None]:
+    """The lobby calls the feed inside its handlers: a bug here must cost the viewer a
+    picture, never a game its players."""
+
+    @functools.wraps(method)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            method(*args, **kwargs)
+        except Exception:
+            log.exception("the web viewer failed to follow a room event")
+
+    return guarded
+
+
 class GameHub:
     """The observer feed of the web viewer (see module docstring)."""
 
@@ -136,11 +156,13 @@ class GameHub:
 
     # ------------------------------------------------------------------ ObserverFeed
 
+    @_never_raises
     def room_opened(self, room_id: str, *, paused: bool, prepared: bool) -> None:
         """A new room: shown as waiting."""
         self.games[room_id] = GameView(room_id, paused, prepared, time.time())
         self._changed(self.games[room_id])
 
+    @_never_raises
     def players_changed(self, room_id: str, players: Sequence[RoomPlayer]) -> None:
         """Names and joined slots."""
         view = self.games.get(room_id)
@@ -148,6 +170,7 @@ class GameHub:
             view.players = list(players)
             self._changed(view)
 
+    @_never_raises
     def observe(self, message: ServerMessage) -> None:
         """What an observer of the room receives."""
         room_id = getattr(message, "room_id", None)

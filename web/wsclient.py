@@ -32,10 +32,15 @@ class WsClient:
         self._pending: list[str] = []
 
     @classmethod
-    async def connect(cls, host: str, port: int, path: str, cookie: str | None = None) -> WsClient:
-        """Open the socket at ws://host:port/path (with a session cookie if given)."""
+    async def connect(
+        cls, host: str, port: int, path: str, cookie: str | None = None, origin: str | None = None
+    ) -> WsClient:
+        """Open the socket at ws://host:port/path (with a session cookie and an Origin header
+        if given)."""
         client = cls(await trio.open_tcp_stream(host, port))
         headers = [(b"cookie", cookie.encode())] if cookie else []
+        if origin:
+            headers.append((b"origin", origin.encode()))
         await client.stream.send_all(
             client.ws.send(Request(host=f"{host}:{port}", target=path, extra_headers=headers))
         )

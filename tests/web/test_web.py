@@ -420,3 +420,38 @@ async def test_the_cli_serves_the_viewer_next_to_the_game_server(tmp_path: Path)
         while chunk := await process.stderr.receive_some():
             log += chunk
         assert await process.wait() == 0, log.decode()
+
+
+def test_a_failing_viewer_never_raises_into_the_lobby(monkeypatch: pytest.MonkeyPatch) -> None:
+    hub = GameHub()
+    hub.room_opened("r", paused=False, prepared=False)
+
+    def broken() -> float:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr("web.hub.time.time", broken)
+    with structlog.testing.capture_logs() as logs:
+        hub.observe(Memento("r", GameState.initial(1)))  # must not raise
+        hub.room_opened("s", paused=False, prepared=False)
+    assert [entry["event"] for entry in logs] == [
+        "the web viewer failed to follow a room event"
+    ] * 2
+
+
+async def test_only_the_player_s_own_session_from_this_site_may_move(running: Running) -> None:
+    host, port = running.url.removeprefix("http://").rsplit(":", 1)
+    with trio.fail_after(20):
+        owner = Browser(running.url)
+        await owner.session()
+        assert (await owner.post("/api/login", {"password": "secret-pw"}))[0] == 200
+        status, body = await owner.post("/api/play", {"name": "Ada"})
+        assert status == 200
+        path = f"/ws/play/{body['token']}"
+        for cookie, origin in ((None, None), (owner.cookie, "http://evil.example")):
+            ws = await WsClient.connect(host, int(port), path, cookie=cookie, origin=origin)
+            assert await ws.receive_json() == {"missing": True}
+            await ws.aclose()
+        ws = await WsClient.connect(host, int(port), path, cookie=owner.cookie, origin=owner.base)
+        first = (await ws.receive_json())["data"]
+        assert first["ended"] is False and first["myTurn"] is False
+        await ws.aclose()
