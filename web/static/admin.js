@@ -31,7 +31,9 @@ document.getElementById("prepare").addEventListener("submit", async (event) => {
     document.getElementById("prepared").hidden = false;
     document.getElementById("prepared-room").textContent = prepared.room;
     const codes = document.getElementById("codes");
-    codes.replaceChildren(...prepared.reservations.map((code) => Web.el("li", {}, Web.el("code", {}, code))));
+    const names = [document.getElementById("name1").value, document.getElementById("name2").value];
+    codes.replaceChildren(...prepared.reservations.map((code, index) =>
+      Web.el("li", {}, (names[index] || "Player " + (index + 1)) + ": ", Web.el("code", {}, code))));
     document.getElementById("prepare-error").textContent = "";
   } catch (error) { document.getElementById("prepare-error").textContent = error.message; }
 });
