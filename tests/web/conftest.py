@@ -3,7 +3,6 @@ driven by Playwright's sync API on one dedicated thread next to the trio server.
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -187,6 +186,3 @@ def screenshot() -> Callable[[Any, str], None]:
         )
 
     return save
-
-
-os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
