@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from engine import GameState  # noqa: E402
+from protocol import GAME_TYPE  # noqa: E402
 from protocol.events import JoinPrepared, MovePacket, Prepare, SlotDescriptor  # noqa: E402
 from protocol.messages import Left, Memento, MoveRequest  # noqa: E402
 from web.sc import ScClient, admin_request  # noqa: E402
@@ -45,7 +46,6 @@ from web.wsclient import WebSocketClosed, WsClient  # noqa: E402
 
 PASSWORD = "bench"
 TURN = re.compile(r'"turn":(\d+)')
-GAME_TYPE = "swc_2026_piranhas"
 
 
 @dataclass

@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine import Direction, Move, Team
-from protocol import RemoteProtocolError
+from protocol import GAME_TYPE, RemoteProtocolError
 from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
 from protocol.replay import read_replay
 from server.config import Settings
@@ -51,7 +51,6 @@ MAX_UPLOAD_BYTES = 4 * 1024 * 1024  # an official replay is ~100 KiB, gzipped fa
 MAX_REPLAY_BYTES = 32 * 1024 * 1024  # after gunzip (no zip bombs)
 MAX_HUMANS = 100
 LOGIN_FAILURE_DELAY = 1.0
-GAME_TYPE = "swc_2026_piranhas"
 
 
 class WebViewer:
