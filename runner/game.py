@@ -11,8 +11,8 @@ import contextlib
 import itertools
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
@@ -24,8 +24,10 @@ from engine import GameState
 from protocol.events import Authenticate, SlotDescriptor
 from protocol.messages import ErrorPacket, Left, Memento, ResultMessage, RoomError
 from runner.options import MatchError
-from runner.players import PlayerLauncher, RunningPlayer
+from runner.players import PlayerLauncher, RunningPlayer, exit_description
 from runner.scores import GameSummary
+from runner.timing import ServerGames
+from server.recorder import FinishedGame
 
 PROCESS_EXIT_WAIT = 5.0  # after the result, as the official client
 CRASH_GRACE = 3.0  # a player that exits may have seen the result before the observer did
@@ -41,6 +43,10 @@ class Server:
     password: str | None
     password_source: str
     hard_timeout: float
+    soft_timeout: float = 2.0  # the official value; assumed for a server we did not start
+    # The server in this process hands its finished games (server-measured move times) here.
+    games: ServerGames | None = None
+    unix_socket: Path | None = None  # the server's extra listener, for container players
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,12 @@ class Observation:
     # Milliseconds between consecutive states as the observer received them: each move's
     # time as seen from outside (thinking plus the server's and the network's share).
     move_ms: list[float]
+    # Players whose process ended by itself during the game, with its exit status.
+    crashed: dict[int, int | None] = field(default_factory=dict)
+    # The server's own record of the game (in-process server only).
+    server_game: FinishedGame | None = None
+    # Seconds per phase of the game's slot (runner.game.play_game): where the wall time went.
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,9 +94,13 @@ class ServerGone:
 class Exited:
     player: int
     status: int
+    description: str  # "status 3", or with a launcher's reason: "status 137, killed: ..."
 
 
 Event = Received | ServerGone | Exited
+
+# Sees every state the observer receives (e.g. to draw the board).
+Watcher = Callable[[GameSpec, GameState], None]
 
 
 def refusal(packet: ErrorPacket, server: Server) -> MatchError:
@@ -120,10 +136,14 @@ async def play_game(
     server: Server,
     log_dir: Path,
     game_limit: float,
+    watch: Watcher | None = None,
 ) -> Observation:
     """Prepare a room, start both players, observe the game to its end and make sure both
     players are gone afterwards. Raises MatchError when a player dies during the game, the
-    game hangs longer than `game_limit` s, or the server refuses or goes away."""
+    game hangs longer than `game_limit` s, or the server refuses or goes away. A player
+    whose process dies during the game (the server ends it: the player left) is no error:
+    it lost, and `Observation.crashed` says so."""
+    began = trio.current_time()
     slot_players = (spec.one, 1 - spec.one)
     slots = tuple(
         SlotDescriptor(spec.names[player], spec.can_timeout[player], True)
@@ -140,6 +160,8 @@ async def play_game(
     except trio.TooSlowError:
         raise MatchError(f"the server did not answer within {ANSWER_TIMEOUT:g} s") from None
 
+    prepared_at = trio.current_time()
+    launched_at = ended_at = exited_at = math.nan
     players: dict[int, RunningPlayer] = {}
     killed: set[int] = set()
     observed: Observation | None = None
@@ -157,10 +179,13 @@ async def play_game(
                     log_path(log_dir, name, spec.number),
                 )
                 nursery.start_soon(_watch, players[player], player, send_events)
-            observed = await _observe(spec, server, room, log_dir, events, game_limit)
+            launched_at = trio.current_time()
+            observed = await _observe(spec, server, room, log_dir, events, game_limit, watch)
+            ended_at = trio.current_time()
             with trio.move_on_after(PROCESS_EXIT_WAIT):
                 for running in players.values():
                     await running.wait()
+            exited_at = trio.current_time()
         finally:
             if observed is None:
                 # A crash, a hang or Ctrl+C: the room must not wait for players that are gone.
@@ -175,6 +200,15 @@ async def play_game(
                 if await running.stop():
                     killed.add(player)
             nursery.cancel_scope.cancel()  # the reader and the watchers
+    first_state = observed.phases.pop("first_state", launched_at)
+    observed.phases = {
+        "prepare": prepared_at - began,  # runner: prepare and observe the room
+        "launch": launched_at - prepared_at,  # runner: start the bot processes
+        "startup": first_state - launched_at,  # bots: connect and join
+        "game": ended_at - first_state,  # the game, to the room's <left>
+        "exit": exited_at - ended_at,  # bots: exit after the game
+        "cleanup": trio.current_time() - exited_at,  # runner: reap, stop leftovers
+    }
     summary = observed.summary
     # The server may notice a crashed bot's closed socket (and end the game with a result)
     # before we see the process exit: a bot whose process ended by itself and whose leaving
@@ -184,14 +218,15 @@ async def play_game(
         for player, running in players.items()
         if player not in killed and left_the_game(summary.result.reason, spec.names[player])
     }
-    if crashed_players:
-        _crashed(spec, log_dir, crashed_players, summary.result.reason)
+    observed.crashed = crashed_players
     for player, running in players.items():
         name = spec.names[player]
-        if player in killed:
+        if player in crashed_players:
+            summary.notes.append(f"{name} crashed (exit {exit_description(running)})")
+        elif player in killed:
             summary.notes.append(f"{name} still running after {PROCESS_EXIT_WAIT:g} s: killed")
         elif running.returncode:
-            summary.notes.append(f"{name} exited with status {running.returncode}")
+            summary.notes.append(f"{name} exited with {exit_description(running)}")
     return observed
 
 
@@ -211,7 +246,7 @@ async def _watch(
     running: RunningPlayer, player: int, events: trio.MemorySendChannel[Event]
 ) -> None:
     status = await running.wait()
-    await events.send(Exited(player, status))
+    await events.send(Exited(player, status, exit_description(running)))
 
 
 async def _observe(
@@ -221,13 +256,14 @@ async def _observe(
     log_dir: Path,
     events: trio.MemoryReceiveChannel[Event],
     game_limit: float,
+    watch: Watcher | None = None,
 ) -> Observation:
     """Read the room's messages until its result and `<left>`. Raises MatchError when a
     player process dies during the game or the game takes longer than `game_limit`."""
     number = spec.number
     hang_deadline = trio.current_time() + game_limit
     crash_deadline = math.inf
-    exited_early: dict[int, int] = {}  # player -> status, for exits before the result
+    exited_early: dict[int, str] = {}  # player -> exit, for exits before the result
     packets: list[Memento | RoomError | ResultMessage] = []
     result: ResultMessage | None = None
     turn: int | None = None
@@ -249,7 +285,7 @@ async def _observe(
             raise MatchError(f"the server closed the connection during game {number}")
         if isinstance(event, Exited):
             if result is None:
-                exited_early[event.player] = event.status
+                exited_early[event.player] = event.description
                 crash_deadline = min(crash_deadline, trio.current_time() + CRASH_GRACE)
             continue
         message = event.message
@@ -264,6 +300,8 @@ async def _observe(
             if turn is None and spec.seed is not None:
                 seeded_board = message.state.rows() == GameState.initial(spec.seed).rows()
             turn = message.state.turn
+            if watch is not None:
+                watch(spec, message.state)
         elif isinstance(message, ResultMessage):
             result = message
             # A player whose process ended before the observer saw the result may have had
@@ -274,22 +312,21 @@ async def _observe(
     seed = spec.seed if seeded_board else None
     summary = GameSummary(number, spec.one, room, result.result, turn, seed)
     move_ms = [(b - a) * 1000 for a, b in itertools.pairwise(state_times)]
-    return Observation(summary, packets, started, seeded_board, move_ms)
+    observation = Observation(summary, packets, started, seeded_board, move_ms)
+    if state_times:
+        observation.phases["first_state"] = state_times[0]
+    return observation
 
 
 def _crashed(
     spec: GameSpec,
     log_dir: Path,
-    exited: Mapping[int, int | None],
-    reason: str | None = None,
+    exited: Mapping[int, str],
 ) -> NoReturn:
-    details = ", ".join(
-        f"{spec.names[player]} (status {status})" for player, status in sorted(exited.items())
-    )
+    details = ", ".join(f"{spec.names[player]} ({how})" for player, how in sorted(exited.items()))
     logs = ", ".join(
         str(log_path(log_dir, spec.names[player], spec.number)) for player in sorted(exited)
     )
-    because = f" ({reason})" if reason else ""
     raise MatchError(
-        f"player process exited before game {spec.number} ended: {details}{because}; see {logs}"
+        f"player process exited before game {spec.number} ended: {details}; see {logs}"
     )

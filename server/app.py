@@ -8,8 +8,9 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -19,6 +20,7 @@ from protocol import GAME_TYPE, ServerConnection
 from protocol.messages import ErrorPacket
 from server.config import Settings, with_start_state
 from server.connection import CLOSE_GRACE, Connection
+from server.feed import Companion
 from server.limits import (
     Episode,
     address_key,
@@ -27,8 +29,12 @@ from server.limits import (
     raise_descriptor_limit,
 )
 from server.lobby import SHUTDOWN_REASON, Lobby
+from server.recorder import GameSink, Recorder
 
 log = structlog.get_logger("server.app")
+
+# The address of every client on the Unix socket (bots in containers, docs/sandbox.md).
+UNIX_PEER = "unix"
 
 # accept() errors that mean "no resources for a new connection right now" (as trio's
 # serve_listeners): wait a little and try again, the server recovers when they come back.
@@ -43,6 +49,8 @@ async def serve(
     stop: trio.Event | None = None,
     handle_signals: bool = True,
     descriptor_limit: int | None = None,
+    sinks: Sequence[GameSink] = (),
+    companion: Companion | None = None,
 ) -> None:
     """Run the game server until SIGINT/SIGTERM (or `stop` is set). `task_status.started`
     gets the port actually bound, so `port=0` works. On stop, running games end with an
@@ -50,16 +58,26 @@ async def serve(
     returns; a second signal only shortens the wait for clients to take their last messages.
 
     The soft descriptor limit is raised to the hard one; `descriptor_limit` replaces what that
-    gives (tests), and the connection cap is lowered to keep a reserve of descriptors."""
+    gives (tests), and the connection cap is lowered to keep a reserve of descriptors. `sinks`
+    get every finished game after the server's own (results log): how an embedding program
+    (the match runner) learns the server-measured move times. A `companion` (the web viewer)
+    gets the lobby's observer feed and runs in the server's nursery once the game port is
+    bound."""
     stop = stop if stop is not None else trio.Event()
     if descriptor_limit is None:
         descriptor_limit = raise_descriptor_limit()
     admission = Admission(settings, connection_cap(settings.max_connections, descriptor_limit))
     # load_settings has loaded the start state already; settings built in code may not have.
     settings = with_start_state(settings)
-    lobby = Lobby(settings)
+    lobby = Lobby(
+        settings,
+        recorder=Recorder.from_settings(settings, sinks),
+        feed=companion.feed if companion is not None else None,
+    )
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]
+    if settings.unix_socket is not None:
+        listeners.append(await open_unix_listener(settings.unix_socket))
     connections: set[Connection] = set()
     all_closed = trio.Event()
     all_closed.set()
@@ -115,6 +133,8 @@ async def serve(
                     game_type=GAME_TYPE,
                     connect_a_bot=f"start.sh -h {_reachable_host(settings.host)} -p {port}",
                 )
+                if companion is not None:
+                    await nursery.start(companion.run, port)
                 task_status.started(port)
                 await stop.wait()
 
@@ -122,6 +142,8 @@ async def serve(
                 accept_scope.cancel()
                 for listener in listeners:
                     await trio.aclose_forcefully(listener)
+                if settings.unix_socket is not None:
+                    settings.unix_socket.unlink(missing_ok=True)
                 await lobby.shutdown(SHUTDOWN_REASON)
                 for connection in list(connections):
                     connection.close()
@@ -159,7 +181,8 @@ class Admission:
             return f"Too many connections: the server accepts {self.cap} at once"
         key = address_key(host)
         per_address = self.settings.max_connections_per_address
-        limited = self.settings.per_address_limit_on_loopback or not is_loopback(key)
+        local = is_loopback(key) or key == UNIX_PEER
+        limited = self.settings.per_address_limit_on_loopback or not local
         count = self.by_address.get(key, 0)
         if limited and count >= per_address:
             episode = self.address_episodes.get(key)
@@ -222,7 +245,10 @@ async def accept_loop(
 
 
 def _peer_address(stream: trio.SocketStream) -> tuple[str, str]:
-    """The remote host and "host:port" for logs ("client" when the peer is already gone)."""
+    """The remote host and "host:port" for logs ("client" when the peer is already gone);
+    `UNIX_PEER` for a client on the Unix socket (a process on this machine, like loopback)."""
+    if stream.socket.family == socket.AF_UNIX:
+        return UNIX_PEER, UNIX_PEER
     try:
         # trio sets TCP_NODELAY on accepted sockets already; make sure of it, as official.
         stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
@@ -247,6 +273,22 @@ def _refuse(stream: trio.SocketStream, message: str) -> None:
 def _refusal_bytes(message: str) -> bytes:
     protocol = ServerConnection()
     return protocol.send(ErrorPacket(message, None)) + protocol.close()
+
+
+async def open_unix_listener(path: Path) -> trio.SocketListener:
+    """A listener on the Unix domain socket `path`, next to the TCP one: bots in containers
+    without a network reach the server through it (docs/sandbox.md). A socket file left by a
+    server that died is replaced; any other file there is an error (OSError)."""
+    if path.is_socket():
+        path.unlink()
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        await sock.bind(str(path))
+        sock.listen(socket.SOMAXCONN)
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketListener(sock)
 
 
 def _reachable_host(host: str) -> str:

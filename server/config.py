@@ -65,6 +65,18 @@ class Settings:
     login_failure_window: float = 60.0
     login_lockout: float = 300.0
     login_failure_delay: float = 1.0
+    # Also listen on this Unix domain socket (bots in containers without a network reach the
+    # server through it: docs/sandbox.md).
+    unix_socket: Path | None = None
+    # Per-connection limits against hostile clients (README "Hardening").
+    send_buffer_bytes: int = 4 * 1024 * 1024
+    send_deadline: float = 30.0
+    protocol_deadline: float = 10.0
+    packet_deadline: float = 30.0
+    max_refusals: int = 20
+    # The web viewer (web/): its port (None = off, the default) and listen address.
+    web_port: int | None = None
+    web_host: str = "127.0.0.1"
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
     start_state: GameState | None = field(default=None, compare=False, repr=False)
@@ -152,6 +164,14 @@ def _parse_path(text: str) -> Path:
     if not stripped:
         raise ValueError("empty path")
     return Path(stripped)
+
+
+def _parse_web_port(text: str) -> int | None:
+    # "off" and 0 switch the web viewer off (0 is no ephemeral port here: nobody could find it).
+    stripped = text.strip()
+    if stripped.lower() in ("off", "0", ""):
+        return None
+    return _parse_port(stripped)
 
 
 def _parse_host(text: str) -> str:
@@ -366,6 +386,71 @@ _OPTIONS = (
         "seconds before a failed admin login is answered (default 1)",
         "SECONDS",
     ),
+    _Option(
+        "unix_socket",
+        "unixSocket",
+        ("--unix-socket", "--unixSocket"),
+        _parse_path,
+        "also listen on this Unix domain socket (e.g. for bots in containers)",
+        "PATH",
+    ),
+    # Per-connection limits against hostile clients.
+    _Option(
+        "send_buffer_bytes",
+        "sendBufferBytes",
+        ("--send-buffer-bytes", "--sendBufferBytes"),
+        _positive_int(65536),
+        "bytes queued for a client that does not read before it is dropped (default 4 MiB)",
+        "N",
+    ),
+    _Option(
+        "send_deadline",
+        "sendDeadline",
+        ("--send-deadline", "--sendDeadline"),
+        _parse_positive_seconds,
+        "a client must take all queued bytes within this, or it is dropped (default 30)",
+        "SECONDS",
+    ),
+    _Option(
+        "protocol_deadline",
+        "protocolDeadline",
+        ("--protocol-deadline", "--protocolDeadline"),
+        _parse_seconds,
+        "a new connection must send <protocol> within this (default 10, 0 = never)",
+        "SECONDS",
+    ),
+    _Option(
+        "packet_deadline",
+        "packetDeadline",
+        ("--packet-deadline", "--packetDeadline"),
+        _parse_seconds,
+        "a connection in no room must finish a started packet within this (default 30, 0 = never)",
+        "SECONDS",
+    ),
+    _Option(
+        "max_refusals",
+        "maxRefusals",
+        ("--max-refusals", "--maxRefusals"),
+        _positive_int(1),
+        "refused requests a connection in no room gets before it is closed (default 20)",
+        "N",
+    ),
+    _Option(
+        "web_port",
+        "webPort",
+        ("--web-port", "--webPort"),
+        _parse_web_port,
+        "serve the web viewer (watch, replay, play, admin) on this port (default off; 0/off = off)",
+        "N",
+    ),
+    _Option(
+        "web_host",
+        "webHost",
+        ("--web-host", "--webHost"),
+        _parse_host,
+        "listen address of the web viewer (default 127.0.0.1)",
+        "ADDR",
+    ),
 )
 # Keys are case-sensitive, as in java.util.Properties.
 _BY_KEY = {option.key: option for option in _OPTIONS}
@@ -514,7 +599,17 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
             f"{DEFAULT_PASSWORD!r}: set a password of your own"
         )
 
-    for path_attribute in ("replay_dir", "load_game_file", "results_file"):
+    if values.get("web_port") is not None and values.get("web_host", "127.0.0.1") not in (
+        "127.0.0.1",
+        "localhost",
+        "::1",
+    ):
+        warnings.append(
+            f"the web viewer listens on {values['web_host']}: anyone who reaches it can watch "
+            "every game and try the admin password; prefer 127.0.0.1 behind a reverse proxy"
+        )
+
+    for path_attribute in ("replay_dir", "load_game_file", "results_file", "unix_socket"):
         if path_attribute in values:
             values[path_attribute] = cwd / values[path_attribute]
     values.setdefault("replay_dir", cwd / "replays")

@@ -66,6 +66,7 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.config import Settings
+from server.feed import NoFeed, ObserverFeed, RoomPlayer
 from server.limits import Episode
 from server.recorder import FinishedGame, Recorder
 from server.timers import Timer, Timers
@@ -76,13 +77,19 @@ MAX_SLOTS = 2
 
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"
 
-# DisconnectCause names of the official server (docs/protocol.md §6.4), used in LEFT violations.
-RECEIVED_DISCONNECT = "RECEIVED_DISCONNECT"
-LOST_CONNECTION = "LOST_CONNECTION"
-PROTOCOL_ERROR = "PROTOCOL_ERROR"
-NOT_CONNECTED = "NOT_CONNECTED"
-TIMEOUT = "TIMEOUT"
-UNKNOWN = "UNKNOWN"
+
+class DisconnectCause(enum.StrEnum):
+    """Why a connection ended: the official server's DisconnectCause names (§6.4), which a
+    LEFT violation carries as its detail (a StrEnum, so it is that text wherever a str goes)."""
+
+    RECEIVED_DISCONNECT = "RECEIVED_DISCONNECT"  # the client said <close/>
+    LOST_CONNECTION = "LOST_CONNECTION"  # the stream ended, broke, or the client stopped reading
+    PROTOCOL_ERROR = "PROTOCOL_ERROR"  # the client sent what the protocol does not allow
+    NOT_CONNECTED = "NOT_CONNECTED"  # a slot nobody ever joined
+    TIMEOUT = "TIMEOUT"  # idle, or a deadline of the connection passed
+    UNKNOWN = "UNKNOWN"  # a bug of ours: it costs only this connection
+    INITIATED_DISCONNECT = "INITIATED_DISCONNECT"  # the server closed it (shutdown)
+
 
 # Official exception class names: the errorpacket message is Throwable.toString() (§3.9).
 _ROOM_EXCEPTION = "sc.api.plugins.exceptions.GameRoomException"
@@ -266,8 +273,16 @@ class Lobby:
     ends every game with an aborted result. Finished games go to the `Recorder`.
     """
 
-    def __init__(self, settings: Settings, *, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        recorder: Recorder | None = None,
+        feed: ObserverFeed | None = None,
+    ) -> None:
         self.settings = settings
+        # Sees what observers see (server/feed.py): an in-process watcher, e.g. the web viewer.
+        self.feed: ObserverFeed = feed if feed is not None else NoFeed()
         self.recorder = recorder if recorder is not None else Recorder.from_settings(settings)
         self.timers = Timers()
         self.rooms: dict[str, Room] = {}
@@ -333,7 +348,7 @@ class Lobby:
         # with its first request (joined, refused, admin) and when it closes.
         log.debug("connection opened", peer=peer.name)
 
-    def disconnect(self, peer: Peer, cause: str) -> None:
+    def disconnect(self, peer: Peer, cause: DisconnectCause) -> None:
         """The connection is gone; a game it plays in ends with LEFT(cause) (§5.5)."""
         member = self._members.pop(peer, None)
         if member is None:
@@ -469,6 +484,7 @@ class Lobby:
             self._joinable.pop(room.id, None)
         peer.send(Joined(room.id))
         log.info("joined", room=room.id, peer=peer.name, team=slot.team.name)
+        self._feed_players(room)
         if room.ready:
             self._start(room)
 
@@ -531,6 +547,7 @@ class Lobby:
         self.rooms[room.id] = room
         self._joinable[room.id] = room
         log.info("room created", room=room.id, prepared=prepared, paused=paused)
+        self.feed.room_opened(room.id, paused=paused, prepared=prepared)
         return room
 
     def _refuse_when_shutting_down(self) -> None:
@@ -667,6 +684,7 @@ class Lobby:
                 room.reservations.append(code)
         if not room.joinable:
             self._joinable.pop(room.id, None)
+        self._feed_players(room)
         ttl = self.settings.reservation_ttl
         if ttl > 0:
             room.timer = self.timers.call_later(ttl, lambda: self._expire(room))
@@ -887,7 +905,7 @@ class Lobby:
         """Official GameRoom.cancel: empty slots count as never connected (§5.9)."""
         for slot in room.slots:
             if slot.peer is None:
-                slot.violate(Violation(ViolationKind.LEFT, NOT_CONNECTED))
+                slot.violate(Violation(ViolationKind.LEFT, DisconnectCause.NOT_CONNECTED))
         self._finish(room)
 
     def _expire(self, room: Room) -> None:
@@ -896,7 +914,7 @@ class Lobby:
             room.timer = None
             for slot in room.slots:
                 if slot.peer is None:
-                    slot.violate(Violation(ViolationKind.LEFT, NOT_CONNECTED))
+                    slot.violate(Violation(ViolationKind.LEFT, DisconnectCause.NOT_CONNECTED))
             self._finish(room, end="expired")
 
     def _wall_clock_exceeded(self, room: Room) -> None:
@@ -997,6 +1015,16 @@ class Lobby:
     def _to_observers(self, room: Room, message: ServerMessage) -> None:
         for observer in room.observers:
             observer.send(message)
+        self.feed.observe(message)
+
+    def _feed_players(self, room: Room) -> None:
+        self.feed.players_changed(
+            room.id,
+            [
+                RoomPlayer(slot.team.name, slot.display_name, slot.peer is not None)
+                for slot in room.slots
+            ],
+        )
 
 
 def _address_of(peer: Peer) -> str:
