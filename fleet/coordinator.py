@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+import structlog
 import trio
 
 from fleet.match import MatchEnd, StoreThread, play_match
@@ -188,6 +189,7 @@ def play_local(
     matches = initialize(config, database)
     log_dir.mkdir(parents=True, exist_ok=True)
     log_file = (log_dir / "server.log").open("a", encoding="utf-8")
+    logging_before = structlog.get_config()
     configure_logging("console", "info", stream=log_file, cache=False)
     db = StoreThread(lambda: open_store(database))
     ends = {}
@@ -199,5 +201,6 @@ def play_local(
             ends[match.id] = trio.run(play_match, config, match, run, db, log_dir)
     finally:
         db.close()
+        structlog.configure(**logging_before)
         log_file.close()
     return ends

@@ -13,8 +13,10 @@ thread (`StoreThread`), never on the thread of the game server.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import enum
 import secrets
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -36,8 +38,16 @@ from protocol.messages import Memento
 from runner.game import GameSpec, Observation, Server, play_game
 from runner.options import MatchError
 from runner.players import PlayerLauncher, ProcessLauncher
+from runner.timing import ServerGames
 
-__all__ = ["MatchEnd", "StoreThread", "launcher_for", "outcome_of", "play_match"]
+__all__ = [
+    "MatchEnd",
+    "StoreThread",
+    "launcher_for",
+    "needs_containers",
+    "outcome_of",
+    "play_match",
+]
 
 T = TypeVar("T")
 
@@ -75,26 +85,50 @@ class MatchEnd(enum.Enum):
     STOPPING = "stopping"  # the worker is shutting down: the match was given back
 
 
-def launcher_for(config: LeagueConfig, team_id: str) -> PlayerLauncher:
-    """How a team's bot is started on this machine."""
+def needs_containers(config: LeagueConfig) -> bool:
+    """Whether some team's bot runs in a container (it reaches the server by a Unix socket)."""
+    return any(team.bot.kind is not BotKind.COMMAND for team in config.teams)
+
+
+def launcher_for(
+    config: LeagueConfig, team_id: str, server: Server, match_id: int
+) -> PlayerLauncher:
+    """How a team's bot is started on this machine: a `command` as a local process, an
+    `image` in a container with the league's limits (docs/sandbox.md)."""
     bot = config.team(team_id).bot
     if bot.kind is BotKind.COMMAND:
         return ProcessLauncher(bot.command)
-    try:  # bots in containers, where the sandbox is installed
-        from sandbox import launcher_for_team  # type: ignore[import-not-found]
-    except ImportError:
+    if bot.kind is BotKind.FOLDER or bot.image is None:
         raise MatchError(
-            f"team {team_id}: {bot.kind.value} bots need the container sandbox on this worker"
-        ) from None
-    launcher: PlayerLauncher = launcher_for_team(config, team_id)
-    return launcher
+            f"team {team_id}: a folder bot must be built into an image before a distributed "
+            "league (give the team an `image`)"
+        )
+    if server.unix_socket is None:
+        raise MatchError("container bots need the game server's Unix socket")
+    from sandbox import ContainerLauncher, Limits
+
+    limits = config.limits
+    return ContainerLauncher(
+        bot.image,
+        server.unix_socket,
+        limits=Limits(
+            cpus=max(1, round(limits.cpus)),
+            memory_mib=max(1, limits.memory_bytes // (1024 * 1024)),
+            pids=limits.pids,
+        ),
+        match_id=str(match_id),
+    )
 
 
 def outcome_of(
     config: LeagueConfig, match: Match, game: ScheduledGame, observation: Observation
 ) -> GameOutcome:
-    """The store's outcome of an observed game, with its game record."""
-    result = observation.summary.result
+    """The store's outcome of an observed game, with its game record. The in-process server's
+    own record of the game is preferred: its result names each player's violation (a bot that
+    crashed left the game) and its move times are the server's (docs/game-records.md)."""
+    server_game = observation.server_game
+    result = observation.summary.result if server_game is None else server_game.result
+    move_ms = observation.move_ms if server_game is None else list(server_game.move_ms)
     moves = [
         packet.state.last_move
         for packet in observation.packets
@@ -109,7 +143,7 @@ def outcome_of(
         seed=game.board_seed,
         team_ids=(game.team_one, game.team_two),
         moves=moves,
-        move_ms=observation.move_ms,
+        move_ms=move_ms,
         result=result,
     )
     return GameOutcome.from_result(game, result, write_record(record).decode("utf-8"))
@@ -121,7 +155,7 @@ class _Stop:
 
 
 async def _serve(
-    config: LeagueConfig, log_dir: Path, nursery: trio.Nursery, stop: trio.Event
+    config: LeagueConfig, socket_dir: Path | None, nursery: trio.Nursery, stop: trio.Event
 ) -> Server:
     from server.app import serve
     from server.config import Settings
@@ -135,9 +169,23 @@ async def _serve(
         save_replay=False,
         soft_timeout=config.timeouts.soft,
         hard_timeout=config.timeouts.hard,
+        # Container bots reach the server through a relay on this socket (docs/sandbox.md).
+        unix_socket=None if socket_dir is None else socket_dir / "server.sock",
     )
-    port: int = await nursery.start(partial(serve, settings, stop=stop, handle_signals=False))
-    return Server("127.0.0.1", port, settings.password, "random", settings.hard_timeout)
+    games = ServerGames()
+    port: int = await nursery.start(
+        partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
+    )
+    return Server(
+        "127.0.0.1",
+        port,
+        settings.password,
+        "random",
+        settings.hard_timeout,
+        settings.soft_timeout,
+        games,
+        settings.unix_socket,
+    )
 
 
 async def play_match(
@@ -155,13 +203,31 @@ async def play_match(
     run is left running: the caller requeues or fails it)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     stop = _Stop()
+    with contextlib.ExitStack() as files:
+        return await _play(config, match, run, db, log_dir, stopping, poll_interval, stop, files)
+
+
+async def _play(
+    config: LeagueConfig,
+    match: Match,
+    run: MatchRun,
+    db: StoreThread,
+    log_dir: Path,
+    stopping: threading.Event | None,
+    poll_interval: float,
+    stop: _Stop,
+    files: contextlib.ExitStack,
+) -> MatchEnd:
     async with trio.open_nursery() as nursery:
         stop_server = trio.Event()
         try:
             with trio.CancelScope() as games_scope:
                 nursery.start_soon(_poll, db, run, stop, games_scope, stopping, poll_interval)
                 if run.claims:
-                    server = await _serve(config, log_dir, nursery, stop_server)
+                    socket_dir = None
+                    if needs_containers(config):
+                        socket_dir = Path(files.enter_context(tempfile.TemporaryDirectory()))
+                    server = await _serve(config, socket_dir, nursery, stop_server)
                     async with open_session(
                         server.host, server.port, password=server.password
                     ) as admin:
@@ -200,10 +266,15 @@ async def _play_one(
         can_timeout=(True, True),
         seed=game.board_seed,
     )
-    launchers = (launcher_for(config, game.team_one), launcher_for(config, game.team_two))
+    launchers = (
+        launcher_for(config, game.team_one, server, match.id),
+        launcher_for(config, game.team_two, server, match.id),
+    )
     game_dir = log_dir / f"match{match.id}"
     game_dir.mkdir(parents=True, exist_ok=True)
     observation = await play_game(spec, launchers, admin, server, game_dir, config.timeouts.game)
+    if server.games is not None:  # recorded before the observer saw the room end
+        observation.server_game = server.games.take(observation.summary.room_id)
     outcome = outcome_of(config, match, game, observation)
     # Raises StaleAttemptError when a newer attempt owns the game: nothing is overwritten.
     await db.call(lambda: db.store.record(game.match_id, game.number, claim.attempt, outcome))

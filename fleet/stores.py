@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from league.store import Backend, LeagueStore, SQLiteBackend
-
 from fleet.runs import Runs
+from league.store import Backend, LeagueStore, SQLiteBackend
 
 __all__ = ["is_postgres", "open_backend", "open_store"]
 
