@@ -120,12 +120,12 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         say(f"match {match_id}: attempt {run.attempt} ended: {end.value}")
         if end is MatchEnd.STOPPING:
             # Given back in the store; a new message puts it in the queue again before this
-            # one is acknowledged (at worst both are delivered: the second finds it done).
+            # one is acknowledged (at worst a duplicate delivery, fenced by the attempts).
             actor.send(match_id)
 
     actor = declare_match_actor(broker, play)
     # worker_timeout: how long an idle consumer waits between fetches at most; after a match
-    # the next one starts within it (Dramatiq's 1 s default cost about 0.3 s per match).
+    # the next one starts within it (Dramatiq's default is 1 s).
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=IDLE_FETCH_MS)
     worker.queue_prefetch = 1  # the environment's dramatiq_queue_prefetch, whatever it says
     stop = threading.Event()
