@@ -35,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
     schedule.add_argument("league", type=Path, metavar="FILE.toml")
     check = commands.add_parser("verify", help="replay game records and report discrepancies")
     check.add_argument("records", type=Path, nargs="+", metavar="RECORD")
+    # Across machines (docs/distributed.md): distribute, worker, status, cancel.
+    from fleet.cli import add_commands
+
+    add_commands(commands)
     return parser
 
 
@@ -176,7 +180,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _standings(args, out)
         if args.command == "schedule":
             return _schedule(args, out)
-        return _verify(args, out)
+        if args.command == "verify":
+            return _verify(args, out)
+        from fleet.cli import FleetError, dispatch
+
+        try:
+            return dispatch(args, out)
+        except FleetError as error:
+            print(f"piranhas-league: {error}", file=sys.stderr)
+            return 2
     except LeagueFileError as error:
         print(f"piranhas-league: {error}", file=sys.stderr)
         return 2

@@ -416,6 +416,32 @@ class LeagueStore:
                 "UPDATE games SET status = 'pending', lease_until = NULL WHERE status = 'running'"
             )
 
+    @staticmethod
+    def _recorded_before(
+        tx: Transaction, match_id: int, number: int, attempt: int, values: tuple[object, ...]
+    ) -> bool:
+        """True when this attempt already recorded these values; raises when the game's result
+        is another attempt's (StaleAttemptError) or differs (RecordConflictError)."""
+        where = f"match {match_id} game {number}"
+        existing = tx.query(
+            "SELECT attempt, siegpunkte_one, siegpunkte_two, schwarm_one, schwarm_two, "
+            "winner, regular, reason, game_record FROM results "
+            "WHERE match_id = ? AND game_number = ?",
+            (match_id, number),
+        )
+        if not existing:
+            return False
+        row = existing[0]
+        if int(row[0]) != attempt:
+            raise StaleAttemptError(
+                f"{where} is already recorded by attempt {row[0]}; attempt {attempt} rejected"
+            )
+        if tuple(row[1:]) != values:
+            raise RecordConflictError(
+                f"{where}: attempt {attempt} already recorded a different outcome"
+            )
+        return True
+
     def record(
         self, match_id: int, number: int, attempt: int, outcome: GameOutcome
     ) -> RecordStatus:
@@ -433,29 +459,18 @@ class LeagueStore:
         )
         where = f"match {match_id} game {number}"
         with self.backend.transaction() as tx:
-            existing = tx.query(
-                "SELECT attempt, siegpunkte_one, siegpunkte_two, schwarm_one, schwarm_two, "
-                "winner, regular, reason, game_record FROM results "
-                "WHERE match_id = ? AND game_number = ?",
-                (match_id, number),
-            )
-            if existing:
-                row = existing[0]
-                if int(row[0]) != attempt:
-                    raise StaleAttemptError(
-                        f"{where} is already recorded by attempt {row[0]}; "
-                        f"attempt {attempt} rejected"
-                    )
-                if tuple(row[1:]) != values:
-                    raise RecordConflictError(
-                        f"{where}: attempt {attempt} already recorded a different outcome"
-                    )
+            if self._recorded_before(tx, match_id, number, attempt, values):
                 return RecordStatus.DUPLICATE
             changed = tx.execute(
                 "UPDATE games SET status = 'finished', lease_until = NULL "
                 "WHERE match_id = ? AND game_number = ? AND attempt = ? AND status = 'running'",
                 (match_id, number, attempt),
             )
+            # PostgreSQL (READ COMMITTED): a racing record of the same game made this UPDATE
+            # wait for its commit and then find nothing to change; its result row is visible
+            # to the next statement, so the same attempt's same outcome is a duplicate there too.
+            if changed != 1 and self._recorded_before(tx, match_id, number, attempt, values):
+                return RecordStatus.DUPLICATE
             if changed != 1:
                 known = tx.query(
                     "SELECT attempt, status FROM games WHERE match_id = ? AND game_number = ?",

@@ -1,1 +1,60 @@
-"""Test rules (loopback, port 0, MockClock, time limits) and helpers: see tests/README.md."""
+"""Test rules (loopback, port 0, MockClock, time limits) and helpers: see tests/README.md.
+
+Session-wide servers for the tests that need them: a real Redis and PostgreSQL from the Debian
+packages (tests/distributed/servers.py), started on first use, stopped by process id at the end,
+skipped with the reason when the packages are missing. Used by the distributed league tests and
+by the store tests' PostgreSQL parametrization (both marked `distributed`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from .distributed.servers import PostgresServer, RedisServer, ServerMissing
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """Redis for the whole session (append-only, loopback, a free port)."""
+    try:
+        server = RedisServer()
+    except ServerMissing as missing:
+        pytest.skip(str(missing))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """PostgreSQL for the whole session (private cluster, loopback, a free port)."""
+    try:
+        server = PostgresServer()
+    except ServerMissing as missing:
+        pytest.skip(str(missing))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> str:
+    """A new, empty PostgreSQL database for one test."""
+    return postgres_server.create_database(f"league_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The session's Redis, emptied for this test (no message of another test is left)."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    return redis_server.url

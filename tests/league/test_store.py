@@ -1,4 +1,7 @@
-"""The results store: attempts as fencing tokens, idempotence, concurrent writers, crashes."""
+"""The results store: attempts as fencing tokens, idempotence, concurrent writers, crashes.
+
+The tests that take the `store` or `open_backend` fixture run on both backends: SQLite always,
+PostgreSQL (fleet's backend, a real server from tests/conftest.py) with `-m distributed`."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,11 +20,13 @@ from engine import GameResult, PlayerEntry, Team
 from league.config import LeagueConfig
 from league.schedule import build_schedule
 from league.store import (
+    Backend,
     GameOutcome,
     LeagueStore,
     RecordConflictError,
     RecordStatus,
     ScheduleMismatchError,
+    SQLiteBackend,
     StaleAttemptError,
 )
 
@@ -47,11 +52,26 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.distributed)])
+def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Backend]:
+    """New connections to one database: an SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        path = tmp_path / "league.sqlite"
+        return lambda: SQLiteBackend(path)
+    from fleet.postgres import PostgresBackend
+
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    return lambda: PostgresBackend(dsn)
+
+
 @pytest.fixture
-def store(tmp_path: Path, league: LeagueConfig, clock: FakeClock) -> LeagueStore:
-    store = LeagueStore.sqlite(tmp_path / "league.sqlite", clock=clock)
+def store(
+    open_backend: Callable[[], Backend], league: LeagueConfig, clock: FakeClock
+) -> Iterator[LeagueStore]:
+    store = LeagueStore(open_backend(), clock=clock)
     store.initialize(league, build_schedule(league))
-    return store
+    yield store
+    store.close()
 
 
 def test_initialize_creates_the_schedule_once(
@@ -203,19 +223,29 @@ def _worker(path: Path, name: str, text: str, pause_at: int = 0) -> subprocess.P
 
 
 def _check_consistent(path: Path) -> None:
-    """Every finished game has exactly one result, from its newest attempt, and that attempt's
-    row says finished; no result exists for an unfinished game."""
+    """The SQLite file is intact and its rows are consistent (`_check_rows`)."""
     connection = sqlite3.connect(path)
     try:
         assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
-        rows = connection.execute(
+    finally:
+        connection.close()
+    backend = SQLiteBackend(path)
+    try:
+        _check_rows(backend)
+    finally:
+        backend.close()
+
+
+def _check_rows(backend: Backend) -> None:
+    """Every finished game has exactly one result, from its newest attempt, and that attempt's
+    row says finished; no result exists for an unfinished game."""
+    with backend.transaction() as tx:
+        rows = tx.query(
             "SELECT g.status, g.attempt, r.attempt, a.outcome FROM games g "
             "LEFT JOIN results r ON r.match_id = g.match_id AND r.game_number = g.game_number "
             "LEFT JOIN attempts a ON a.match_id = g.match_id AND a.game_number = g.game_number "
             "AND a.attempt = g.attempt"
-        ).fetchall()
-    finally:
-        connection.close()
+        )
     for status, attempt, result_attempt, outcome in rows:
         if status == "finished":
             assert (result_attempt, outcome) == (attempt, "finished")
@@ -271,12 +301,11 @@ def test_a_process_killed_mid_transaction_leaves_a_consistent_store(
 
 
 def test_racing_records_of_one_game_commit_exactly_once(
-    tmp_path: Path, league: LeagueConfig
+    tmp_path: Path, league: LeagueConfig, open_backend: Callable[[], Backend]
 ) -> None:
     import threading
 
-    path = tmp_path / "race.sqlite"
-    setup = LeagueStore.sqlite(path)
+    setup = LeagueStore(open_backend())
     setup.initialize(league, build_schedule(league))
     claims = []
     while (claim := setup.claim_next("w")) is not None:
@@ -288,7 +317,7 @@ def test_racing_records_of_one_game_commit_exactly_once(
     lock = threading.Lock()
 
     def writer() -> None:
-        store = LeagueStore.sqlite(path)  # one connection per thread
+        store = LeagueStore(open_backend())  # one connection per thread
         try:
             for claim in claims:
                 barrier.wait(timeout=10)
@@ -308,4 +337,11 @@ def test_racing_records_of_one_game_commit_exactly_once(
     assert errors == []
     assert statuses.count(RecordStatus.RECORDED) == len(claims) == 6
     assert statuses.count(RecordStatus.DUPLICATE) == 3 * len(claims)
-    _check_consistent(path)
+    check = LeagueStore(open_backend())
+    try:
+        _check_rows(check.backend)
+        assert [(g.game.match_id, g.game.number, g.attempt) for g in check.finished_games()] == [
+            (c.match_id, c.number, c.attempt) for c in claims
+        ]
+    finally:
+        check.close()

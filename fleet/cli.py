@@ -1,0 +1,186 @@
+"""The distributed league's commands (docs/distributed.md), also under `piranhas-league`:
+
+    distribute LEAGUE.toml  send every match to the queue, then show live standings until done
+    worker LEAGUE.toml      play matches from the queue (one at a time) until SIGTERM
+    status LEAGUE.toml      standings so far; queued, running (on which worker, since when),
+                            done, failed, cancelled
+    cancel LEAGUE.toml      cancel matches (`--match N`, repeatable) or the whole league (`--all`)
+
+`--database` is a PostgreSQL URL (`postgresql://user:password@host:5432/league`) or the path of
+an SQLite file (one machine only); `--redis` the Redis URL. Both default to the environment
+(`PIRANHAS_DATABASE`, `PIRANHAS_REDIS_URL`), or to the first line of the file named by
+`PIRANHAS_DATABASE_FILE` / `PIRANHAS_REDIS_URL_FILE` (a Docker secret: the URLs hold passwords).
+
+Exit status: 0 success (`distribute`: every match done), 1 `distribute` ended with failed or
+cancelled matches, 2 a bad league file, store, server or command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from league.config import LeagueConfig, LeagueFileError, load_league
+from league.schedule import build_schedule
+from league.store import StoreError
+
+__all__ = ["COMMANDS", "add_commands", "dispatch", "main"]
+
+COMMANDS = ("distribute", "worker", "status", "cancel")
+
+
+class FleetError(Exception):
+    """A missing setting, or a server that cannot be reached (the message says which)."""
+
+
+def setting(name: str) -> str | None:
+    """The environment's `name`, else the first line of the file named by `name`_FILE."""
+    value = os.environ.get(name)
+    if value:
+        return value
+    path = os.environ.get(f"{name}_FILE")
+    if not path:
+        return None
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise FleetError(f"{name}_FILE: cannot read {path}: {error}") from None
+    return lines[0].strip() if lines else None
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the distributed commands to a `piranhas-league` parser."""
+
+    def common(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("league", type=Path, metavar="FILE.toml")
+        parser.add_argument(
+            "--database",
+            default=None,
+            help="postgresql://… or an SQLite file (default: $PIRANHAS_DATABASE, else the "
+            "league file's database)",
+        )
+
+    def redis(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--redis",
+            default=None,
+            help="redis://host:6379/0 (default: $PIRANHAS_REDIS_URL)",
+        )
+
+    run = commands.add_parser(
+        "distribute", help="across machines: queue every match, show live standings"
+    )
+    common(run)
+    redis(run)
+    run.add_argument("--interval", type=float, default=5.0, help="seconds between updates")
+    run.add_argument("--no-wait", action="store_true", help="only queue the matches")
+
+    worker = commands.add_parser("worker", help="across machines: play matches from the queue")
+    common(worker)
+    redis(worker)
+    worker.add_argument("--name", help="shown in status (default: host:pid)")
+    worker.add_argument(
+        "--log-dir", type=Path, default=Path("worker-logs"), help="bot and server logs"
+    )
+    worker.add_argument("--poll", type=float, default=1.0, help="seconds between heartbeats")
+
+    status = commands.add_parser(
+        "status", help="across machines: standings and every match's state"
+    )
+    common(status)
+
+    cancel = commands.add_parser("cancel", help="across machines: cancel matches or the league")
+    common(cancel)
+    which = cancel.add_mutually_exclusive_group(required=True)
+    which.add_argument("--match", type=int, action="append", metavar="N", help="a match id")
+    which.add_argument("--all", action="store_true", help="every match not yet done")
+
+
+def _database(config: LeagueConfig, args: argparse.Namespace) -> str:
+    return str(args.database or setting("PIRANHAS_DATABASE") or config.database)
+
+
+def _redis(args: argparse.Namespace) -> str:
+    url = args.redis or setting("PIRANHAS_REDIS_URL")
+    if not url:
+        raise FleetError("no Redis: give --redis redis://host:6379/0 or set PIRANHAS_REDIS_URL")
+    return str(url)
+
+
+def dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    """Run one of COMMANDS; the exit status. Raises FleetError when PostgreSQL or Redis
+    cannot be reached (after the retries) or a setting is missing."""
+    import psycopg
+    import redis
+
+    try:
+        return _dispatch(args, out)
+    except (psycopg.Error, redis.RedisError) as error:
+        raise FleetError(f"{type(error).__name__}: {error}") from None
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
+    from fleet import coordinator
+    from fleet.runs import RunStatus
+    from fleet.stores import open_store
+
+    config = load_league(args.league)
+    database = _database(config, args)
+    if args.command == "distribute":
+        redis_url = _redis(args)
+        sent = coordinator.enqueue(config, database, redis_url)
+        print(f"{len(sent)} matches sent to the queue", file=out, flush=True)
+        if args.no_wait:
+            return 0
+        states = coordinator.wait_until_final(config, database, out=out, interval=args.interval)
+        return 0 if all(state.status is RunStatus.DONE for state in states) else 1
+    if args.command == "worker":
+        from fleet.worker import WorkerSetup, default_worker_name, run_worker
+
+        # Workers do not create tables (the coordinator does; concurrent CREATEs can clash).
+        matches = build_schedule(config)
+        setup = WorkerSetup(
+            config,
+            {match.id: match for match in matches},
+            database,
+            _redis(args),
+            args.log_dir,
+            args.name or default_worker_name(),
+            args.poll,
+        )
+        return run_worker(setup)
+    coordinator.initialize(config, database)
+    store, runs = open_store(database)
+    try:
+        if args.command == "status":
+            print(coordinator.format_standings(coordinator.standings(config, store)), file=out)
+            print(coordinator.format_status(runs.states(), time.time()), file=out)
+            return 0
+        count = runs.cancel(None if args.all else args.match)
+        print(f"cancel requested for {count} matches", file=out)
+        return 0
+    finally:
+        store.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The same commands without the rest of `piranhas-league` (`python -m fleet.cli`)."""
+    parser = argparse.ArgumentParser(
+        prog="piranhas-league", description="A league across machines (docs/distributed.md)."
+    )
+    add_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return dispatch(args, sys.stdout)
+    except (LeagueFileError, FleetError, StoreError, OSError) as error:
+        print(f"piranhas-league: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

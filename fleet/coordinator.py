@@ -1,0 +1,206 @@
+"""The coordinator's side of a distributed league: create the schedule in the store, send one
+message per match (its id), show live standings and the state of every match, cancel.
+
+Also `play_local`: the same matches played one after the other in this process, without a queue
+(the one-machine way; SQLite by default), e.g. as the reference a distributed run must equal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+import structlog
+import trio
+
+from fleet.match import MatchEnd, StoreThread, play_match
+from fleet.postgres import retrying
+from fleet.queue import declare_match_actor, make_broker
+from fleet.runs import RunState, RunStatus
+from fleet.stores import open_store
+from league.config import LeagueConfig
+from league.schedule import Match, build_schedule
+from league.standings import Standings, compute_standings
+from league.store import LeagueStore
+
+__all__ = [
+    "enqueue",
+    "format_status",
+    "initialize",
+    "play_local",
+    "standings",
+    "wait_until_final",
+]
+
+
+def _unused(match_id: int) -> None:  # pragma: no cover - the coordinator only sends
+    raise RuntimeError("the coordinator does not play matches")
+
+
+def initialize(config: LeagueConfig, database: str) -> tuple[Match, ...]:
+    """Create (or check) the schedule and the match runs in the store."""
+    matches = build_schedule(config)
+
+    def create() -> None:
+        store, runs = open_store(database)
+        try:
+            store.initialize(config, matches)
+            runs.initialize(matches)
+        finally:
+            store.close()
+
+    retrying(create)
+    return matches
+
+
+def enqueue(config: LeagueConfig, database: str, redis_url: str) -> list[int]:
+    """Send every match that was never sent to the queue; the ids sent. Running it again
+    sends nothing twice (the store remembers what was sent)."""
+    initialize(config, database)
+    broker = make_broker(redis_url)
+    actor = declare_match_actor(broker, _unused)
+    store, runs = open_store(database)
+    sent = []
+    try:
+        for match_id in retrying(runs.to_enqueue):
+            state = {s.match_id: s.status for s in runs.states()}[match_id]
+            if state is not RunStatus.NEW:
+                continue
+            actor.send(match_id)
+            retrying(lambda match_id=match_id: runs.mark_queued(match_id))  # type: ignore[misc]
+            sent.append(match_id)
+    finally:
+        store.close()
+        broker.close()
+    return sent
+
+
+def standings(config: LeagueConfig, store: LeagueStore) -> Standings:
+    """The table from the games recorded so far."""
+    return compute_standings(config, build_schedule(config), store.finished_games())
+
+
+def _when(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return datetime.fromtimestamp(seconds, UTC).strftime("%H:%M:%S")
+
+
+def format_status(states: Iterable[RunState], now: float) -> str:
+    """The `status` report: counts by state, then one line per running, failed or cancelled
+    match (which worker, since when)."""
+    states = list(states)
+    counts = {status: 0 for status in RunStatus}
+    for state in states:
+        counts[state.status] += 1
+    lines = [
+        "  ".join(
+            f"{status.value} {counts[status]}"
+            for status in (
+                RunStatus.NEW,
+                RunStatus.QUEUED,
+                RunStatus.RUNNING,
+                RunStatus.DONE,
+                RunStatus.FAILED,
+                RunStatus.CANCELLED,
+            )
+        )
+    ]
+    for state in states:
+        if state.status is RunStatus.RUNNING:
+            since = state.started_at or now
+            beat = (
+                ""
+                if state.heartbeat_at is None
+                else f", last heartbeat {now - state.heartbeat_at:.0f} s ago"
+            )
+            cancelling = ", cancel requested" if state.cancel_requested else ""
+            lines.append(
+                f"match {state.match_id}: running on {state.worker} since {_when(since)} UTC "
+                f"({now - since:.0f} s, attempt {state.attempt}{beat}){cancelling}"
+            )
+        elif state.status is RunStatus.FAILED:
+            lines.append(f"match {state.match_id}: failed: {state.error}")
+        elif state.status is RunStatus.CANCELLED:
+            lines.append(f"match {state.match_id}: cancelled")
+    return "\n".join(lines)
+
+
+def format_standings(table: Standings) -> str:
+    """A plain table: rank, team, match points, games W-D-L, Siegpunkte."""
+    lines = [
+        f"{table.league}: {table.matches_complete}/{table.matches_total} matches complete, "
+        f"{table.games_recorded}/{table.games_total} games recorded"
+    ]
+    for row in table.rows:
+        lines.append(
+            f"{row.rank:>3}  {row.name:<24} {row.match_points:>4} pts  "
+            f"{row.games_won}-{row.games_drawn}-{row.games_lost}  SP {row.siegpunkte}"
+        )
+    return "\n".join(lines)
+
+
+def wait_until_final(
+    config: LeagueConfig,
+    database: str,
+    *,
+    out: TextIO | None = None,
+    interval: float = 5.0,
+    timeout: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[RunState]:
+    """Print the standings and the match states every `interval` s (when `out` is given)
+    until every match is done, failed or cancelled; the final states. Raises TimeoutError
+    after `timeout` s."""
+    store, runs = open_store(database)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        shown = None
+        while True:
+            states = retrying(runs.states)
+            if out is not None:
+                report = (
+                    format_standings(retrying(lambda: standings(config, store)))
+                    + "\n"
+                    + format_status(states, time.time())
+                )
+                if report != shown:
+                    print(report, file=out, flush=True)
+                    shown = report
+            if all(state.status.final for state in states):
+                return states
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("the league did not finish in time")
+            sleep(interval)
+    finally:
+        store.close()
+
+
+def play_local(
+    config: LeagueConfig, database: str, log_dir: Path, *, worker: str = "local"
+) -> dict[int, MatchEnd]:
+    """Play every unfinished match here, one after the other, without a queue. The game
+    server's log goes to `log_dir`/server.log."""
+    from server.logs import configure_logging
+
+    matches = initialize(config, database)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_file = (log_dir / "server.log").open("a", encoding="utf-8")
+    logging_before = structlog.get_config()
+    configure_logging("console", "info", stream=log_file, cache=False)
+    db = StoreThread(lambda: open_store(database))
+    ends = {}
+    try:
+        for match in matches:
+            run = db.call_sync(lambda match=match: db.runs.start(match.id, worker))  # type: ignore[misc]
+            if run is None:
+                continue
+            ends[match.id] = trio.run(play_match, config, match, run, db, log_dir)
+    finally:
+        db.close()
+        structlog.configure(**logging_before)
+        log_file.close()
+    return ends

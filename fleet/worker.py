@@ -1,0 +1,149 @@
+"""`piranhas-league worker`: one process that plays one match at a time from the queue.
+
+One Dramatiq `Worker` with one thread in this process (no forked children: the process that
+plays is the process a supervisor watches and a signal reaches). Each message is a match id;
+the match is played by `fleet.match.play_match` under `trio.run` in the worker thread.
+
+- SIGTERM/SIGINT: the running match stops (its bots are stopped, its games given back), the
+  match is sent to the queue again, then the process exits 0.
+- SIGKILL, a power cut: Dramatiq re-delivers the match to another worker once this worker's
+  heartbeat is missing for `HEARTBEAT_TIMEOUT_MS`; the new attempt fences off this one.
+- A match that cannot be played raises: Dramatiq retries it (`MAX_RETRIES`), then it goes to the
+  dead-letter set and is marked failed in the store.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+import trio
+
+from fleet.match import MatchEnd, StoreThread, play_match
+from fleet.queue import (
+    MAX_RETRIES,
+    ShutdownFlag,
+    declare_match_actor,
+    make_broker,
+    retries_of_current_message,
+)
+from fleet.stores import open_store
+from league.config import LeagueConfig
+from league.schedule import Match
+from runner.options import MatchError
+from server.cli import find_exception
+
+__all__ = ["WorkerSetup", "default_worker_name", "run_worker"]
+
+log = structlog.get_logger("fleet.worker")
+
+SHUTDOWN_TIMEOUT_MS = 60_000
+IDLE_FETCH_MS = 250
+
+
+def say(line: str) -> None:
+    """One line on stderr (what a supervisor or `docker logs` shows)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def default_worker_name() -> str:
+    """host:pid, what `status` shows as the match's worker."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class WorkerSetup:
+    """What a worker needs besides the message."""
+
+    config: LeagueConfig
+    matches: dict[int, Match]
+    database: str
+    redis_url: str
+    log_dir: Path
+    name: str
+    poll_interval: float = 1.0
+
+
+def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> int:
+    """Consume matches until SIGTERM or SIGINT (main thread only). Returns the exit status."""
+    import dramatiq
+
+    from server.logs import configure_logging
+
+    setup.log_dir.mkdir(parents=True, exist_ok=True)
+    # The game server logs every move: to a file; stderr gets one line per match.
+    log_file = (setup.log_dir / "worker.log").open("a", encoding="utf-8")
+    configure_logging("console", "info", stream=log_file, cache=False)
+    shutdown = ShutdownFlag()
+    broker = make_broker(setup.redis_url, shutdown=shutdown)
+    db = StoreThread(lambda: open_store(setup.database))
+
+    def play(match_id: int) -> None:
+        match = setup.matches.get(match_id)
+        if match is None:
+            log.error("unknown match id, dropped", match=match_id)
+            return
+        run = db.call_sync(lambda: db.runs.start(match_id, setup.name))
+        if run is None:
+            log.info("nothing to do", match=match_id)
+            return
+        say(f"match {match_id}: attempt {run.attempt}, {len(run.claims)} games to play")
+        try:
+            end = trio.run(
+                lambda: play_match(
+                    setup.config,
+                    match,
+                    run,
+                    db,
+                    setup.log_dir,
+                    stopping=shutdown.event,
+                    poll_interval=setup.poll_interval,
+                )
+            )
+        except Exception as error:
+            # A match that could not be played (a bot that does not start, a server that
+            # went away); trio may wrap the cause in an exception group.
+            cause = find_exception(error, MatchError) or error
+            if retries_of_current_message() >= MAX_RETRIES:
+                say(f"match {match_id}: failed for good: {cause}")
+                db.call_sync(lambda: db.runs.fail(match_id, str(cause)))
+            else:
+                say(f"match {match_id}: failed, to be retried: {cause}")
+                db.call_sync(lambda: db.runs.requeue(run))
+            raise
+        say(f"match {match_id}: attempt {run.attempt} ended: {end.value}")
+        if end is MatchEnd.STOPPING:
+            # Given back in the store; a new message puts it in the queue again before this
+            # one is acknowledged (at worst a duplicate delivery, fenced by the attempts).
+            actor.send(match_id)
+
+    actor = declare_match_actor(broker, play)
+    # worker_timeout: how long an idle consumer waits between fetches at most; after a match
+    # the next one starts within it (Dramatiq's default is 1 s).
+    worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=IDLE_FETCH_MS)
+    worker.queue_prefetch = 1  # the environment's dramatiq_queue_prefetch, whatever it says
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    worker.start()
+    say(f"worker {setup.name} ready")
+    if ready is not None:
+        ready.set()
+    try:
+        # A timed wait: Python runs the signal handlers between the waits.
+        while not stop.wait(0.5):
+            pass
+        say(f"worker {setup.name} stopping")
+        worker.stop(timeout=SHUTDOWN_TIMEOUT_MS)
+    finally:
+        db.close()
+        broker.close()
+        log_file.close()
+    say(f"worker {setup.name} stopped")
+    return 0

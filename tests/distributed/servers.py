@@ -1,0 +1,216 @@
+"""Real Redis and PostgreSQL servers from the Debian packages, private to a test session.
+
+Each server gets its own data directory in a fresh temporary folder, listens on 127.0.0.1 on a
+free port, and is stopped by its process id (never by name: other servers on the machine are left
+alone). Both can be restarted on the same port and data, to test that nothing is lost.
+
+PostgreSQL's `initdb` refuses to run as root: as root the server runs as the `postgres` user the
+Debian package creates (the process switches user before exec, so its id is the postmaster's),
+with its folder handed over to that user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+
+
+class ServerMissing(Exception):
+    """The server's binaries are not installed (the tests skip with this reason)."""
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}:\n{log.read_text()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"the server did not listen on {port} within {START_TIMEOUT:g} s")
+
+
+def _stop(process: subprocess.Popen[bytes] | None, signum: signal.Signals) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signum)
+    try:
+        process.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class RedisServer:
+    """`redis-server` with append-only persistence (every write fsynced: a restart in a test
+    must lose nothing) on a free loopback port."""
+
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise ServerMissing("redis-server is not installed (Debian package redis-server)")
+        self.binary = binary
+        self.folder = Path(tempfile.mkdtemp(prefix="piranhas-redis-"))
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """The URL Dramatiq's broker connects to."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        """Start (or restart) the server on the same port and data."""
+        log = self.folder / "redis.log"
+        argv = [
+            self.binary,
+            "--bind", "127.0.0.1",
+            "--port", str(self.port),
+            "--dir", str(self.folder),
+            "--appendonly", "yes",
+            "--appendfsync", "always",
+            "--save", "",
+            "--protected-mode", "yes",
+            "--logfile", str(log),
+        ]  # fmt: skip
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+        _wait_for_port(self.port, self.process, log)
+
+    def stop(self) -> None:
+        """SIGTERM to its process id: Redis flushes the append-only file and exits."""
+        _stop(self.process, signal.SIGTERM)
+
+    def close(self) -> None:
+        """Stop it and remove its data."""
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _postgres_bin() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        raise ServerMissing(
+            "PostgreSQL is not installed (/usr/lib/postgresql/*/bin/initdb, Debian package "
+            "postgresql)"
+        )
+    return Path(found[-1]).parent
+
+
+class PostgresServer:
+    """A private PostgreSQL cluster (`initdb` + `postgres`) on a free loopback port, trust
+    authentication for the `postgres` role on loopback only."""
+
+    def __init__(self) -> None:
+        self.bin = _postgres_bin()
+        self.user: str | None = None
+        self.folder = Path(tempfile.mkdtemp(prefix="piranhas-postgres-"))
+        if os.geteuid() == 0:
+            try:
+                user = pwd.getpwnam("postgres")
+            except KeyError:
+                raise ServerMissing("running as root and there is no postgres user") from None
+            self.user = "postgres"
+            os.chmod(self.folder, 0o700)
+            os.chown(self.folder, user.pw_uid, user.pw_gid)
+        self.data = self.folder / "data"
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        subprocess.run(
+            [
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--no-sync",
+            ],
+            check=True,
+            user=self.user,
+            group=self.user,
+            cwd=self.folder,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    @property
+    def dsn(self) -> str:
+        """The connection string for psycopg."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        """Start (or restart) the server on the same port and data."""
+        log = self.folder / "postgres.log"
+        argv = [
+            str(self.bin / "postgres"),
+            "-D", str(self.data),
+            "-p", str(self.port),
+            "-c", "listen_addresses=127.0.0.1",
+            "-c", f"unix_socket_directories={self.folder}",
+            "-c", "max_connections=60",
+            "-c", "fsync=on",
+        ]  # fmt: skip
+        with log.open("ab") as log_file:
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                user=self.user,
+                group=self.user,
+                cwd=self.folder,
+            )
+        _wait_for_port(self.port, self.process, log)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                with psycopg.connect(self.dsn, connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def create_database(self, name: str) -> str:
+        """A new empty database; its connection string."""
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{name}"
+
+    def stop(self) -> None:
+        """SIGINT to the postmaster's process id: PostgreSQL's fast shutdown (clients are
+        disconnected, committed data stays)."""
+        _stop(self.process, signal.SIGINT)
+
+    def close(self) -> None:
+        """Stop it and remove its data."""
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
