@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from server.limits import (
     raise_descriptor_limit,
 )
 from server.lobby import SHUTDOWN_REASON, Lobby
+from server.recorder import GameSink, Recorder
 
 log = structlog.get_logger("server.app")
 
@@ -43,6 +44,7 @@ async def serve(
     stop: trio.Event | None = None,
     handle_signals: bool = True,
     descriptor_limit: int | None = None,
+    sinks: Sequence[GameSink] = (),
 ) -> None:
     """Run the game server until SIGINT/SIGTERM (or `stop` is set). `task_status.started`
     gets the port actually bound, so `port=0` works. On stop, running games end with an
@@ -50,14 +52,16 @@ async def serve(
     returns; a second signal only shortens the wait for clients to take their last messages.
 
     The soft descriptor limit is raised to the hard one; `descriptor_limit` replaces what that
-    gives (tests), and the connection cap is lowered to keep a reserve of descriptors."""
+    gives (tests), and the connection cap is lowered to keep a reserve of descriptors.
+    `sinks` get every finished game after the server's own (results log) — how an embedding
+    program (the match runner, a league) learns the server-measured move times."""
     stop = stop if stop is not None else trio.Event()
     if descriptor_limit is None:
         descriptor_limit = raise_descriptor_limit()
     admission = Admission(settings, connection_cap(settings.max_connections, descriptor_limit))
     # load_settings has loaded the start state already; settings built in code may not have.
     settings = with_start_state(settings)
-    lobby = Lobby(settings)
+    lobby = Lobby(settings, recorder=Recorder.from_settings(settings, sinks))
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]
     connections: set[Connection] = set()

@@ -108,11 +108,13 @@ class Recorder:
         self.replays = replays
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Recorder:
-        """The server's recorder: the results log (resultsFile) and replays (saveReplay)."""
+    def from_settings(cls, settings: Settings, extra_sinks: Sequence[GameSink] = ()) -> Recorder:
+        """The server's recorder: the results log (resultsFile) and replays (saveReplay),
+        then `extra_sinks` (whoever composes the server, e.g. an embedding match runner)."""
         sinks: list[GameSink] = []
         if settings.results_file is not None:
             sinks.append(ResultsSink(ResultsLog(settings.results_file)))
+        sinks.extend(extra_sinks)
         replays = ReplayFiles(settings.replay_dir) if settings.save_replay else None
         return cls(sinks, replays)
 
