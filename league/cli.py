@@ -26,6 +26,7 @@ from league.run import (
     AsyncStore,
     GameReport,
     LeagueRunError,
+    check_mode,
     describe,
     display_names,
     run_league,
@@ -287,6 +288,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             return 2
         config = replace(config, concurrency=args.concurrency)
     mode = args.mode or _default_mode(config)
+    check_mode(config, mode)
     matches = build_schedule(config)
     store = AsyncStore(partial(LeagueStore.sqlite, config.database))
     try:

@@ -262,14 +262,24 @@ def bot_command(team: TeamSpec) -> list[str]:
     return argv
 
 
-def launchers_for(config: LeagueConfig, mode: str, reaper: BotReaper) -> dict[str, PlayerLauncher]:
-    """One launcher per team id for `mode`."""
+def check_mode(config: LeagueConfig, mode: str) -> None:
+    """Raise LeagueRunError if the league's teams cannot be started in `mode` (before any
+    game is claimed)."""
+    if mode not in MODES:
+        raise LeagueRunError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     if mode == "docker":
         # The container launcher (bots in containers, a relay so they see only the game
         # server) comes from the sandbox package.
         if importlib.util.find_spec("sandbox") is None:
             raise LeagueRunError("docker mode needs the sandbox package")
         raise LeagueRunError("docker mode needs the sandbox package's ContainerLauncher")
+    for team in config.teams:
+        bot_command(team)
+
+
+def launchers_for(config: LeagueConfig, mode: str, reaper: BotReaper) -> dict[str, PlayerLauncher]:
+    """One launcher per team id for `mode`."""
+    check_mode(config, mode)
     return {
         team.id: ReapedLauncher(ProcessLauncher(bot_command(team)), reaper) for team in config.teams
     }

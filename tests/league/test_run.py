@@ -1,0 +1,179 @@
+"""`piranhas-league run`: a whole league played on the match runner's core, in process mode.
+
+The league is played through the real command (`league.cli.main`), then checked from the
+outside: the standings against a computation of our own from the stored games, every stored
+record against the engine (`league.records.verify`), the server-measured move times in the
+records, and a tampered record through `piranhas-league verify`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sqlite3
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from league.cli import main
+from league.config import load_league
+from league.records import read_record, verify
+from league.schedule import build_schedule
+from league.standings import compute_standings
+from league.store import LeagueStore
+from tests.helpers.process import TEST_BOTS
+
+FAST_BOT = [sys.executable, str(TEST_BOTS / "fast_bot.py")]
+SOCHA_BOT = [sys.executable, str(TEST_BOTS / "random_bot.py")]
+HAS_BUILTIN_BOTS = importlib.util.find_spec("bots.cli") is not None
+
+
+def league_file(
+    directory: Path, teams: dict[str, list[str] | str], extra: str = "", *, games: int = 2
+) -> Path:
+    """A league file in `directory` with `teams` (id -> command) and small timeouts."""
+    lines = [
+        'name = "Testliga"',
+        f"games_per_match = {games}",
+        "seed = 7",
+        "concurrency = 2",
+        extra,
+        "[timeouts]",
+        "soft = 2.0",
+        "hard = 5.0",
+        "startup = 20.0",
+        "game = 120.0",
+    ]
+    for team_id, command in teams.items():
+        lines += ["[[teams]]", f'id = "{team_id}"', f"command = {json.dumps(command)}"]
+    path = directory / "liga.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def mixed_teams() -> dict[str, list[str] | str]:
+    """Two built-in bots (fast test bots where piranhas-bot is missing), a socha bot and a
+    seeded fast bot."""
+    teams: dict[str, list[str] | str] = {}
+    if HAS_BUILTIN_BOTS:
+        teams["greedy"] = "builtin:greedy"
+        teams["random"] = "builtin:random"
+    else:
+        teams["fast-a"] = FAST_BOT
+        teams["fast-b"] = [*FAST_BOT, "--seed", "5"]
+    teams["socha"] = SOCHA_BOT
+    teams["fast-c"] = [*FAST_BOT, "--seed", "9"]
+    return teams
+
+
+def our_table(store: LeagueStore, team_ids: list[str]) -> dict[str, tuple[int, int, int]]:
+    """(match points, Siegpunkte, games won) per team, computed from the stored games."""
+    games_won: dict[tuple[int, str], int] = defaultdict(int)
+    siegpunkte: dict[str, int] = defaultdict(int)
+    won: dict[str, int] = defaultdict(int)
+    teams_of_match: dict[int, set[str]] = defaultdict(set)
+    for finished in store.finished_games():
+        game, outcome = finished.game, finished.outcome
+        teams_of_match[game.match_id] |= {game.team_one, game.team_two}
+        siegpunkte[game.team_one] += outcome.siegpunkte[0]
+        siegpunkte[game.team_two] += outcome.siegpunkte[1]
+        if outcome.winner is not None:
+            games_won[(game.match_id, outcome.winner)] += 1
+            won[outcome.winner] += 1
+    points: dict[str, int] = defaultdict(int)
+    for match_id, (a, b) in ((m, sorted(t)) for m, t in teams_of_match.items()):
+        wins_a, wins_b = games_won[(match_id, a)], games_won[(match_id, b)]
+        points[a] += 2 if wins_a > wins_b else 1 if wins_a == wins_b else 0
+        points[b] += 2 if wins_b > wins_a else 1 if wins_a == wins_b else 0
+    return {team: (points[team], siegpunkte[team], won[team]) for team in team_ids}
+
+
+@pytest.mark.socha
+def test_a_four_team_league_is_played_to_the_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("socha")
+    path = league_file(tmp_path, mixed_teams())
+
+    assert main(["run", str(path), "--standings-every", "4"]) == 0
+
+    out = capsys.readouterr().out
+    config = load_league(path)
+    matches = build_schedule(config)
+    assert len(matches) == 6
+    # One line per finished game, the standings every 4 games and at the end.
+    assert sum(line.startswith("match ") for line in out.splitlines()) == 12
+    assert out.count("Ø Schwarm") == 4
+    store = LeagueStore.sqlite(config.database)
+    try:
+        progress = store.progress()
+        assert (progress.finished, progress.pending, progress.running) == (12, 0, 0)
+        finished = store.finished_games()
+        standings = compute_standings(config, matches, finished)
+        ours = our_table(store, [team.id for team in config.teams])
+    finally:
+        store.close()
+    assert standings.matches_complete == 6
+    assert {
+        row.team_id: (row.match_points, row.siegpunkte, row.games_won) for row in standings.rows
+    } == ours
+    # Every game's record: the stored one verifies, has the server's time for every move,
+    # names the teams in their seats, and the file next to the store is the same document.
+    records_dir = tmp_path / "league.records"
+    for game in finished:
+        assert game.outcome.record is not None
+        record = read_record(game.outcome.record.encode())
+        assert verify(record) == []
+        assert (record.match, record.number, record.seed) == (
+            game.game.match_id,
+            game.game.number,
+            game.game.board_seed,
+        )
+        assert [p.team_id for p in record.players] == [game.game.team_one, game.game.team_two]
+        assert record.moves and all(move.ms is not None for move in record.moves)
+        file = records_dir / f"match{game.game.match_id:03d}-game{game.game.number}.xml"
+        assert file.read_text(encoding="utf-8") == game.outcome.record
+
+    # A tampered record: the recorded Siegpunkte no longer fit the moves.
+    tampered = tmp_path / "tampered.xml"
+    text = finished[0].outcome.record
+    assert text is not None
+    first_score = text.index("<siegpunkte>") + len("<siegpunkte>")
+    wrong = "1" if text[first_score] != "1" else "0"
+    tampered.write_text(text[:first_score] + wrong + text[first_score + 1 :], encoding="utf-8")
+    capsys.readouterr()
+    assert main(["verify", str(records_dir / "match001-game1.xml"), str(tampered)]) == 1
+    report = capsys.readouterr().out
+    assert f"{tampered}: match 1 game 1: Siegpunkte of ONE: recorded '{wrong}'" in report
+    assert "1 of 2 records verified" in report
+
+    # Nothing left to play: the same command again plays no game and changes nothing.
+    before = sqlite3.connect(config.database).execute("SELECT * FROM results").fetchall()
+    assert main(["run", str(path)]) == 0
+    assert "12/12 games played" in capsys.readouterr().out
+    after = sqlite3.connect(config.database).execute("SELECT * FROM results").fetchall()
+    assert after == before
+
+
+def test_docker_mode_without_the_sandbox_package_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if importlib.util.find_spec("sandbox") is not None:
+        pytest.skip("the sandbox package is installed")
+    path = league_file(tmp_path, {"a": FAST_BOT, "b": FAST_BOT})
+    assert main(["run", str(path), "--mode", "docker"]) == 2
+    assert "docker mode needs the sandbox package" in capsys.readouterr().err
+
+
+def test_an_image_team_cannot_run_in_process_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = league_file(tmp_path, {"a": FAST_BOT, "b": FAST_BOT})
+    path.write_text(
+        path.read_text(encoding="utf-8") + '[[teams]]\nid = "c"\nimage = "bot:1"\n',
+        encoding="utf-8",
+    )
+    assert main(["run", str(path), "--mode", "process"]) == 2
+    assert "team c: process mode needs a `command`" in capsys.readouterr().err
