@@ -51,6 +51,13 @@ COPY pyproject.toml README.md* ./
 COPY engine/ engine/
 COPY protocol/ protocol/
 COPY server/ server/
+# The server's clients and companions, so every console script of the package works here too
+# (piranhas-match, piranhas-league, piranhas-bot); the game server itself never imports them.
+COPY client/ client/
+COPY bots/ bots/
+COPY runner/ runner/
+COPY league/ league/
+COPY sandbox/ sandbox/
 RUN pip-install . && rm -rf /tmp/wheels /src
 
 COPY docker/container.properties /etc/piranhas/server.properties

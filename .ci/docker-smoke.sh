@@ -5,7 +5,8 @@
 # Runs as root, without stdin, on a clean checkout. It installs what it lacks from Debian,
 # starts a private Docker daemon (own socket, exec-root and temp dirs; stopped by its PID on
 # exit), and builds the base image debian:bookworm-slim itself with debootstrap, because no
-# container registry is reachable here; the Dockerfile is the one used anywhere else.
+# container registry is reachable here; the Dockerfile is the one used anywhere else. The
+# daemon and the base image come from .ci/docker-env.sh (shared with the league Docker test).
 #
 # Caches under $SMOKE_CACHE (default /var/cache/piranhas-docker-smoke): the rootfs tarball,
 # the wheelhouse and the daemon's data-root (image layers), so reruns take seconds.
@@ -19,7 +20,6 @@ readonly GAME_TIMEOUT="${SMOKE_GAME_TIMEOUT:-180}"
 readonly PROJECT=piranhas-smoke
 readonly SERVER_IMAGE=piranhas-server:local
 readonly BOT_IMAGE=piranhas-bot:local
-readonly BASE_IMAGE=debian:bookworm-slim
 readonly SERVER_UID=10001
 # Debian's client matches Debian's daemon (20.10) and its classic builder; a newer docker CLI
 # earlier on PATH would insist on buildx.
@@ -27,13 +27,15 @@ readonly DOCKER=/usr/bin/docker
 readonly COMPOSE=/usr/bin/docker-compose
 
 started=$SECONDS
+# shellcheck source=.ci/docker-env.sh
+docker_env_started=$started source "$REPO/.ci/docker-env.sh"
 log() { printf '[docker-smoke %3ds] %s\n' "$((SECONDS - started))" "$*"; }
 die() { log "FAIL: $*" >&2; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (it starts a Docker daemon)"
 
 tmp=""
-dockerd_pid=""
+daemon_started=false
 compose_up=false
 
 dump_diagnostics() {
@@ -53,22 +55,8 @@ cleanup() {
     compose down --volumes --remove-orphans --timeout 20 >/dev/null 2>&1 \
       || log "compose down failed"
   fi
-  if [[ -n $dockerd_pid ]] && kill -0 "$dockerd_pid" 2>/dev/null; then
-    # The cached data-root keeps the build cache; images replaced by this run's builds go.
-    docker image prune --force >/dev/null 2>&1 || true
-    kill -TERM "$dockerd_pid"
-    for _ in $(seq 1 100); do
-      kill -0 "$dockerd_pid" 2>/dev/null || break
-      sleep 0.2
-    done
-    if kill -0 "$dockerd_pid" 2>/dev/null; then
-      log "dockerd $dockerd_pid did not stop within 20 s: killing it"
-      kill -KILL "$dockerd_pid"
-    fi
-    wait "$dockerd_pid" 2>/dev/null
-    if [[ $(cat "$CACHE/dockerd.pid" 2>/dev/null) == "$dockerd_pid" ]]; then
-      rm -f "$CACHE/dockerd.pid"
-    fi
+  if [[ $daemon_started == true ]]; then
+    docker_env_stop "$tmp/daemon"
   fi
   if [[ -n $tmp ]]; then
     # The exec-root may hold mounts only if dockerd died hard; never delete through them.
@@ -94,21 +82,7 @@ compose() { "$COMPOSE" --project-name "$PROJECT" --project-directory "$tmp/ctx" 
   --file "$tmp/ctx/docker-compose.yml" "$@"; }
 
 # --- 1. tools from Debian ---------------------------------------------------------------------
-install_tools() {
-  local missing=()
-  if ! command -v dockerd >/dev/null || [[ ! -x $DOCKER ]]; then
-    missing+=(docker.io)
-  fi
-  command -v debootstrap >/dev/null || missing+=(debootstrap)
-  [[ -x $COMPOSE ]] || missing+=(docker-compose)
-  if [[ ${#missing[@]} -gt 0 ]]; then
-    log "installing ${missing[*]} from Debian"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-}
-install_tools
+docker_env_install compose
 
 mkdir -p "$CACHE"
 # One smoke test at a time per machine: they share the cache and the data-root.
@@ -117,56 +91,9 @@ flock --wait 900 9 || die "another docker smoke test holds $CACHE/lock"
 
 tmp="$(mktemp -d /tmp/piranhas-docker-smoke.XXXXXX)"
 
-# --- 2. a private Docker daemon ----------------------------------------------------------------
-data_root="$CACHE/data-root"
-# A daemon left over from a run that was killed hard may still own the cached data-root; two
-# daemons must never share one, so use a throw-away data-root then.
-stale_pid="$(cat "$CACHE/dockerd.pid" 2>/dev/null || true)"
-if [[ ${SMOKE_FRESH:-0} == 1 ]]; then
-  data_root="$tmp/data-root"
-elif [[ -n $stale_pid ]] && kill -0 "$stale_pid" 2>/dev/null \
-  && grep -qa -- "$CACHE/data-root" "/proc/$stale_pid/cmdline" 2>/dev/null; then
-  log "dockerd $stale_pid of an earlier run still uses $CACHE/data-root: using a fresh one"
-  data_root="$tmp/data-root"
-fi
-mkdir -p "$data_root" "$tmp/exec"
-export DOCKER_HOST="unix://$tmp/docker.sock"
-# 9>&-: the daemon must not inherit (and keep) the lock of this script.
-dockerd --data-root "$data_root" --exec-root "$tmp/exec" --pidfile "$tmp/dockerd.pid" \
-  -H "$DOCKER_HOST" >"$tmp/dockerd.log" 2>&1 </dev/null 9>&- &
-dockerd_pid=$!
-if [[ $data_root == "$CACHE/data-root" ]]; then
-  echo "$dockerd_pid" >"$CACHE/dockerd.pid"
-fi
-for _ in $(seq 1 150); do
-  docker version >/dev/null 2>&1 && break
-  kill -0 "$dockerd_pid" 2>/dev/null || { cat "$tmp/dockerd.log" >&2; die "dockerd exited"; }
-  sleep 0.2
-done
-docker version >/dev/null 2>&1 || { tail -20 "$tmp/dockerd.log" >&2; die "dockerd not ready in 30 s"; }
-log "dockerd $dockerd_pid ready ($(docker info --format '{{.ServerVersion}}, {{.Driver}}'))"
-
-# --- 3. the base image, built locally ---------------------------------------------------------
-rootfs_tar="$CACHE/bookworm-minbase.tar"
-if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
-  if [[ ! -s $rootfs_tar ]]; then
-    mirror="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)"
-    if [[ -z $mirror ]]; then
-      mirror="$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)"
-    fi
-    [[ -n $mirror ]] || die "no Debian mirror found in apt's configuration"
-    log "debootstrap bookworm (minbase) from $mirror"
-    timeout 900 debootstrap --variant=minbase bookworm "$tmp/rootfs" "$mirror" \
-      >"$tmp/debootstrap.log" 2>&1 \
-      || { tail -20 "$tmp/debootstrap.log" >&2; die "debootstrap failed"; }
-    rm -rf "$tmp"/rootfs/var/cache/apt/archives/*.deb "$tmp"/rootfs/var/lib/apt/lists/*
-    tar -C "$tmp/rootfs" -cf "$rootfs_tar.part" .
-    mv "$rootfs_tar.part" "$rootfs_tar"
-    rm -rf "$tmp/rootfs"
-  fi
-  log "importing $rootfs_tar as $BASE_IMAGE"
-  docker import "$rootfs_tar" "$BASE_IMAGE" >/dev/null
-fi
+# --- 2. a private Docker daemon, 3. the base image, built locally ------------------------------
+daemon_started=true
+docker_env_start "$tmp/daemon"
 
 # --- 4. build context and wheelhouse ----------------------------------------------------------
 # The checkout as git sees it (tracked and new files, not ignored ones), copied, so the smoke

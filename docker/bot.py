@@ -24,7 +24,7 @@ class RandomBot(IClientHandler):
         self.state = state
 
     def calculate_move(self) -> Move:
-        # The server always sends the memento before the move request (spec: clients.md).
+        # The server always sends the memento before the move request (docs/clients.md).
         assert self.state is not None
         return random.choice(self.state.possible_moves())
 

@@ -1,4 +1,4 @@
-"""Client → server packets (§2 of the spec) as typed, immutable events.
+"""Client → server packets (docs/protocol.md §2) as typed, immutable events.
 
 Every event knows its canonical XML (`to_xml()`, also echoed as `<originalRequest>` in an
 errorpacket) and the Kotlin `toString()` the official server prints in error messages

@@ -1,4 +1,4 @@
-"""Server → client messages (§3 of the spec) with their exact official serialisation.
+"""Server → client messages (docs/protocol.md §3) with their exact official serialisation.
 
 `to_xml(indent)` renders a message standalone at nesting level `indent` (two spaces per
 level; the first line is indented too): level 0 is the replay-file form, level 1 the form

@@ -22,6 +22,7 @@ import contextlib
 import secrets
 import signal
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -32,6 +33,7 @@ import trio
 
 from runner.display import Display, display_for
 from runner.game import Observation, Server
+from runner.launchers import docker_image
 from runner.ndjson import EventLog, read_resume
 from runner.options import PROGRAM, MatchError, Options, parse_options
 from runner.schedule import Schedule
@@ -136,6 +138,10 @@ async def start_server(
         results_file=None,
         save_replay=False,
     )
+    if any(docker_image(command) for command in options.commands):
+        # Container players reach the server through a relay on this socket (docs/sandbox.md).
+        socket_dir = files.enter_context(tempfile.TemporaryDirectory(prefix="piranhas-"))
+        settings = replace(settings, unix_socket=Path(socket_dir) / "server.sock")
     log_path = options.log_dir / "server.log"
     log_file = files.enter_context(log_path.open("a", encoding="utf-8"))
     # The server logs every move: to a file, not between the match's lines.
@@ -145,7 +151,14 @@ async def start_server(
     except OSError as error:
         raise MatchError(f"cannot start the server: {error}") from None
     match.say(f"server: 127.0.0.1:{port} in this process, log {log_path}")
-    return Server("127.0.0.1", port, settings.password, "random", settings.hard_timeout)
+    return Server(
+        "127.0.0.1",
+        port,
+        settings.password,
+        "random",
+        settings.hard_timeout,
+        settings.unix_socket,
+    )
 
 
 async def save(options: Options, observation: Observation) -> Path | None:

@@ -24,7 +24,7 @@ from engine import GameState
 from protocol.events import Authenticate, SlotDescriptor
 from protocol.messages import ErrorPacket, Left, Memento, ResultMessage, RoomError
 from runner.options import MatchError
-from runner.players import PlayerLauncher, RunningPlayer
+from runner.players import PlayerLauncher, RunningPlayer, exit_description
 from runner.scores import GameSummary
 
 PROCESS_EXIT_WAIT = 5.0  # after the result, as the official client
@@ -41,6 +41,7 @@ class Server:
     password: str | None
     password_source: str
     hard_timeout: float
+    unix_socket: Path | None = None  # the server's extra listener, for container players
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class ServerGone:
 class Exited:
     player: int
     status: int
+    description: str  # "status 3", or with a launcher's reason: "status 137, killed: ..."
 
 
 Event = Received | ServerGone | Exited
@@ -180,7 +182,7 @@ async def play_game(
     # before we see the process exit: a bot whose process ended by itself and whose leaving
     # ended the game died during it.
     crashed_players = {
-        player: running.returncode
+        player: exit_description(running)
         for player, running in players.items()
         if player not in killed and left_the_game(summary.result.reason, spec.names[player])
     }
@@ -191,7 +193,7 @@ async def play_game(
         if player in killed:
             summary.notes.append(f"{name} still running after {PROCESS_EXIT_WAIT:g} s: killed")
         elif running.returncode:
-            summary.notes.append(f"{name} exited with status {running.returncode}")
+            summary.notes.append(f"{name} exited with {exit_description(running)}")
     return observed
 
 
@@ -211,7 +213,7 @@ async def _watch(
     running: RunningPlayer, player: int, events: trio.MemorySendChannel[Event]
 ) -> None:
     status = await running.wait()
-    await events.send(Exited(player, status))
+    await events.send(Exited(player, status, exit_description(running)))
 
 
 async def _observe(
@@ -227,7 +229,7 @@ async def _observe(
     number = spec.number
     hang_deadline = trio.current_time() + game_limit
     crash_deadline = math.inf
-    exited_early: dict[int, int] = {}  # player -> status, for exits before the result
+    exited_early: dict[int, str] = {}  # player -> exit, for exits before the result
     packets: list[Memento | RoomError | ResultMessage] = []
     result: ResultMessage | None = None
     turn: int | None = None
@@ -249,7 +251,7 @@ async def _observe(
             raise MatchError(f"the server closed the connection during game {number}")
         if isinstance(event, Exited):
             if result is None:
-                exited_early[event.player] = event.status
+                exited_early[event.player] = event.description
                 crash_deadline = min(crash_deadline, trio.current_time() + CRASH_GRACE)
             continue
         message = event.message
@@ -280,12 +282,10 @@ async def _observe(
 def _crashed(
     spec: GameSpec,
     log_dir: Path,
-    exited: Mapping[int, int | None],
+    exited: Mapping[int, str],
     reason: str | None = None,
 ) -> NoReturn:
-    details = ", ".join(
-        f"{spec.names[player]} (status {status})" for player, status in sorted(exited.items())
-    )
+    details = ", ".join(f"{spec.names[player]} ({how})" for player, how in sorted(exited.items()))
     logs = ", ".join(
         str(log_path(log_dir, spec.names[player], spec.number)) for player in sorted(exited)
     )

@@ -70,7 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
             "The starting side alternates: player1 moves first in games 1, 3, 5, ..."
         ),
     )
-    parser.add_argument("--player1", required=True, metavar="COMMAND", help="first bot command")
+    parser.add_argument(
+        "--player1",
+        required=True,
+        metavar="COMMAND",
+        help="first bot command, or docker:IMAGE for a bot image run sandboxed like the "
+        "contest's (docs/sandbox.md)",
+    )
     parser.add_argument("--player2", required=True, metavar="COMMAND", help="second bot command")
     parser.add_argument(
         "--games",
@@ -251,6 +257,10 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
 def player_command(text: str, flag: str) -> list[str]:
     """The argv of a player command, checked now: a typo should fail before any game starts,
     not as a "crashed player" in game 1. A lone `.jar` runs with `java -jar`, as officially."""
+    if text.startswith("docker:"):  # an image, run in a sandboxed container (runner.launchers)
+        if not text.removeprefix("docker:").strip():
+            raise MatchError(f"{flag}: docker: needs an image, e.g. docker:mybot:latest")
+        return [text]
     try:
         argv = shlex.split(text)
     except ValueError as error:

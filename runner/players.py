@@ -39,6 +39,15 @@ class RunningPlayer(Protocol):
         Must work in a cancelled scope: a player never outlives the run."""
 
 
+def exit_description(running: RunningPlayer) -> str:
+    """How a player ended, for the match report: "status 3"; a launcher that knows more (a
+    container's OOM kill) gives its players an `exit_reason` attribute, which is appended:
+    "status 137, killed: out of memory (1536 MiB)"."""
+    status = f"status {running.returncode}"
+    reason = getattr(running, "exit_reason", None)
+    return f"{status}, {reason}" if reason else status
+
+
 class PlayerLauncher(Protocol):
     """Starts a player for one game."""
 

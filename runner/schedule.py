@@ -15,8 +15,9 @@ import trio
 from client import ClientSession, ConnectionClosed
 from engine import ROUND_LIMIT
 from runner.game import GameSpec, Observation, Server, play_game
+from runner.launchers import launcher_for
 from runner.options import MatchError, Options
-from runner.players import PlayerLauncher, ProcessLauncher
+from runner.players import PlayerLauncher
 from runner.scores import Match, first_player
 
 GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
@@ -65,8 +66,8 @@ class Schedule:
         self.server = server
         self.record = record
         self.launchers = launchers or (
-            ProcessLauncher(options.commands[0]),
-            ProcessLauncher(options.commands[1]),
+            launcher_for(options.commands[0], server.unix_socket),
+            launcher_for(options.commands[1], server.unix_socket),
         )
         self.counted = counted
         self.pending = [index for index in range(options.games) if index + 1 not in done]

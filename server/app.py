@@ -10,6 +10,7 @@ import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -30,6 +31,9 @@ from server.lobby import SHUTDOWN_REASON, Lobby
 from server.recorder import GameSink, Recorder
 
 log = structlog.get_logger("server.app")
+
+# The address of every client on the Unix socket (bots in containers, docs/sandbox.md).
+UNIX_PEER = "unix"
 
 # accept() errors that mean "no resources for a new connection right now" (as trio's
 # serve_listeners): wait a little and try again, the server recovers when they come back.
@@ -64,6 +68,8 @@ async def serve(
     lobby = Lobby(settings, recorder=Recorder.from_settings(settings, sinks))
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]
+    if settings.unix_socket is not None:
+        listeners.append(await open_unix_listener(settings.unix_socket))
     connections: set[Connection] = set()
     all_closed = trio.Event()
     all_closed.set()
@@ -126,6 +132,8 @@ async def serve(
                 accept_scope.cancel()
                 for listener in listeners:
                     await trio.aclose_forcefully(listener)
+                if settings.unix_socket is not None:
+                    settings.unix_socket.unlink(missing_ok=True)
                 await lobby.shutdown(SHUTDOWN_REASON)
                 for connection in list(connections):
                     connection.close()
@@ -163,7 +171,8 @@ class Admission:
             return f"Too many connections: the server accepts {self.cap} at once"
         key = address_key(host)
         per_address = self.settings.max_connections_per_address
-        limited = self.settings.per_address_limit_on_loopback or not is_loopback(key)
+        local = is_loopback(key) or key == UNIX_PEER
+        limited = self.settings.per_address_limit_on_loopback or not local
         count = self.by_address.get(key, 0)
         if limited and count >= per_address:
             episode = self.address_episodes.get(key)
@@ -226,7 +235,10 @@ async def accept_loop(
 
 
 def _peer_address(stream: trio.SocketStream) -> tuple[str, str]:
-    """The remote host and "host:port" for logs ("client" when the peer is already gone)."""
+    """The remote host and "host:port" for logs ("client" when the peer is already gone);
+    `UNIX_PEER` for a client on the Unix socket (a process on this machine, like loopback)."""
+    if stream.socket.family == socket.AF_UNIX:
+        return UNIX_PEER, UNIX_PEER
     try:
         # trio sets TCP_NODELAY on accepted sockets already; make sure of it, as official.
         stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
@@ -251,6 +263,22 @@ def _refuse(stream: trio.SocketStream, message: str) -> None:
 def _refusal_bytes(message: str) -> bytes:
     protocol = ServerConnection()
     return protocol.send(ErrorPacket(message, None)) + protocol.close()
+
+
+async def open_unix_listener(path: Path) -> trio.SocketListener:
+    """A listener on the Unix domain socket `path`, next to the TCP one: bots in containers
+    without a network reach the server through it (docs/sandbox.md). A socket file left by a
+    server that died is replaced; any other file there is an error (OSError)."""
+    if path.is_socket():
+        path.unlink()
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        await sock.bind(str(path))
+        sock.listen(socket.SOMAXCONN)
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketListener(sock)
 
 
 def _reachable_host(host: str) -> str:

@@ -29,6 +29,8 @@ class ExitCode(enum.IntEnum):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`piranhas-server`: load the settings, configure logging and serve until a signal;
+    the process's exit status (`ExitCode`)."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         settings, warnings = parse_settings(arguments, Path.cwd())

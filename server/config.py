@@ -1,6 +1,6 @@
 """Server settings from `server.properties` and the command line.
 
-The file uses the Java properties format and the official keys (spec §7.1); our own settings
+The file uses the Java properties format and the official keys (§7.1); our own settings
 use camelCase keys. Unlike the official server, a flag given on the command line wins over the
 file. Every bad value raises `ConfigError` with a message naming the key or flag, the value and
 where it came from; the CLI prints it and exits with status 2.
@@ -32,6 +32,9 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Settings:
+    """Every setting of the server, with its default. Built by `load_settings`; every field
+    has a `server.properties` key and a command-line flag (README, "Settings")."""
+
     host: str = "127.0.0.1"
     port: int = 13050
     password: str | None = DEFAULT_PASSWORD
@@ -62,6 +65,9 @@ class Settings:
     login_failure_window: float = 60.0
     login_lockout: float = 300.0
     login_failure_delay: float = 1.0
+    # Also listen on this Unix domain socket (bots in containers without a network reach the
+    # server through it: docs/sandbox.md).
+    unix_socket: Path | None = None
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
     start_state: GameState | None = field(default=None, compare=False, repr=False)
@@ -363,6 +369,14 @@ _OPTIONS = (
         "seconds before a failed admin login is answered (default 1)",
         "SECONDS",
     ),
+    _Option(
+        "unix_socket",
+        "unixSocket",
+        ("--unix-socket", "--unixSocket"),
+        _parse_path,
+        "also listen on this Unix domain socket (e.g. for bots in containers)",
+        "PATH",
+    ),
 )
 # Keys are case-sensitive, as in java.util.Properties.
 _BY_KEY = {option.key: option for option in _OPTIONS}
@@ -380,6 +394,8 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def build_argument_parser() -> argparse.ArgumentParser:
+    """The command line of `piranhas-server` (official flags and ours); values stay text,
+    `parse_settings` converts them with the same parsers as the properties file."""
     parser = _ArgumentParser(
         prog="piranhas-server",
         description=(
@@ -509,7 +525,7 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
             f"{DEFAULT_PASSWORD!r}: set a password of your own"
         )
 
-    for path_attribute in ("replay_dir", "load_game_file", "results_file"):
+    for path_attribute in ("replay_dir", "load_game_file", "results_file", "unix_socket"):
         if path_attribute in values:
             values[path_attribute] = cwd / values[path_attribute]
     values.setdefault("replay_dir", cwd / "replays")

@@ -1,7 +1,7 @@
 """A health check that speaks the game protocol: ``python -m server.healthcheck --host H --port P``.
 
 It asks the server to join a room that cannot exist (room ids are UUIDs). A live lobby answers
-such a request with an ``<errorpacket>`` and changes nothing (spec §3.9), so this proves that
+such a request with an ``<errorpacket>`` and changes nothing (§3.9), so this proves that
 the listener accepts, the parser reads and the lobby answers, without creating rooms or
 touching games. Exit 0 when healthy, 1 otherwise (Docker's HEALTHCHECK convention).
 The server recognises the ``healthcheck-`` room id and logs the probe's connection at debug
@@ -104,6 +104,7 @@ def _close_politely(sock: socket.socket, deadline: float) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m server.healthcheck`: exit 0 when the server answers the probe, else 1."""
     parser = argparse.ArgumentParser(
         prog="python -m server.healthcheck",
         description="Exit 0 if a Piranhas game server answers the protocol at HOST:PORT.",

@@ -1,5 +1,5 @@
 """The lobby: every room, slot, reservation, admin and observer, and the turn/pause/step/timeout
-state machine of each game (spec §4, §5, §6).
+state machine of each game (docs/protocol.md §4, §5, §6).
 
 Everything here is synchronous and runs on the trio thread, so each handler is atomic: no other
 packet or timer can interleave with it. The lobby reaches clients only through `Peer`
@@ -76,7 +76,7 @@ MAX_SLOTS = 2
 
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"
 
-# DisconnectCause names of the official server (spec §6.4), used in LEFT violations.
+# DisconnectCause names of the official server (docs/protocol.md §6.4), used in LEFT violations.
 RECEIVED_DISCONNECT = "RECEIVED_DISCONNECT"
 LOST_CONNECTION = "LOST_CONNECTION"
 PROTOCOL_ERROR = "PROTOCOL_ERROR"
@@ -84,7 +84,7 @@ NOT_CONNECTED = "NOT_CONNECTED"
 TIMEOUT = "TIMEOUT"
 UNKNOWN = "UNKNOWN"
 
-# Official exception class names: the errorpacket message is Throwable.toString() (spec §3.9).
+# Official exception class names: the errorpacket message is Throwable.toString() (§3.9).
 _ROOM_EXCEPTION = "sc.api.plugins.exceptions.GameRoomException"
 _GAME_EXCEPTION = "sc.api.plugins.exceptions.GameException"
 _RESERVATION_EXCEPTION = "sc.server.gaming.UnknownReservationException"
@@ -132,6 +132,8 @@ class ClientError(Exception):
 
 
 class RoomStatus(enum.Enum):
+    """A room's life: waiting for players, playing, over (being recorded, then removed)."""
+
     CREATED = "created"
     ACTIVE = "active"
     OVER = "over"
@@ -139,6 +141,8 @@ class RoomStatus(enum.Enum):
 
 @dataclass(eq=False)
 class Slot:
+    """One player's place in a room: its team, descriptor, connection and first violation."""
+
     team: Team
     display_name: str = ""
     can_timeout: bool = True
@@ -154,12 +158,12 @@ class Slot:
         return self.peer is None and not self.reserved
 
     def violate(self, violation: Violation) -> None:
-        # Only the first violation of a player counts (official Player.violation).
+        """Charge `violation`; only the first one counts (official Player.violation)."""
         if self.violation is None:
             self.violation = violation
 
     def java_repr(self) -> str:
-        # Player.toString() of the official server: TEAM(displayName).
+        """Player.toString() of the official server, for its messages: TEAM(displayName)."""
         return f"{self.team.name}({self.display_name})"
 
 
@@ -173,16 +177,21 @@ class PendingRequest:
     timer: Timer | None = None
 
     def mark_sent(self, when: float) -> None:
+        """The request left the server at `when`: the bot's clock starts then."""
         self.sent_at = when
 
     @property
     def started_at(self) -> float:
-        # The bot's clock starts when the request left the server, not when it was queued.
+        """When the bot's clock started: when the request left the server, not when it was
+        queued (the server's own delay is never charged to the bot)."""
         return self.sent_at if self.sent_at is not None else self.requested_at
 
 
 @dataclass(eq=False)
 class Room:
+    """One game room: its state, slots, observers, pending request, timers and the record
+    of the game so far."""
+
     id: str
     state: GameState
     prepared: bool
@@ -201,16 +210,19 @@ class Room:
 
     @property
     def joinable(self) -> bool:
+        """A `<join>` may take a place here: not started, with a free or missing slot."""
         return self.status is RoomStatus.CREATED and (
             len(self.slots) < MAX_SLOTS or any(slot.free for slot in self.slots)
         )
 
     @property
     def ready(self) -> bool:
+        """Both slots are filled: the game can start."""
         return len(self.slots) == MAX_SLOTS and all(slot.peer is not None for slot in self.slots)
 
     def slot_of(self, peer: Peer) -> Slot | None:
-        # The first slot wins when one connection holds both (official resolvePlayer).
+        """The slot `peer` plays in; the first one when it holds both (official
+        resolvePlayer)."""
         for slot in self.slots:
             if slot.peer is peer:
                 return slot
@@ -245,6 +257,15 @@ class _LoginRecord:
 
 
 class Lobby:
+    """The one state machine of the game server: every room, slot, reservation, admin and
+    observer, and each game's turns, pauses, steps, timeouts and result.
+
+    Connections call `connect`, `handle` (one parsed packet, stamped with the time its bytes
+    arrived) and `disconnect`; the lobby answers through `Peer.send`. Everything runs on the trio
+    thread and each call is atomic. `run()` must be running (timers, recording); `shutdown()`
+    ends every game with an aborted result. Finished games go to the `Recorder`.
+    """
+
     def __init__(self, settings: Settings, *, recorder: Recorder | None = None) -> None:
         self.settings = settings
         self.recorder = recorder if recorder is not None else Recorder.from_settings(settings)
@@ -306,13 +327,14 @@ class Lobby:
     # ------------------------------------------------------------------ connections
 
     def connect(self, peer: Peer) -> None:
+        """A new connection: it may now send packets through `handle`."""
         self._members[peer] = _Member()
         # Debug: the health probe connects every few seconds; a real client shows up at info
         # with its first request (joined, refused, admin) and when it closes.
         log.debug("connection opened", peer=peer.name)
 
     def disconnect(self, peer: Peer, cause: str) -> None:
-        """The connection is gone; a game it plays in ends with LEFT(cause) (spec §5.5)."""
+        """The connection is gone; a game it plays in ends with LEFT(cause) (§5.5)."""
         member = self._members.pop(peer, None)
         if member is None:
             return
@@ -667,7 +689,7 @@ class Lobby:
         room.paused = packet.pause
         self._to_observers(room, Paused(room.id, packet.pause))
         log.info("pause", room=room.id, pause=packet.pause)
-        # Unpausing while no move is requested continues the game at once (spec §4.2/§4.3);
+        # Unpausing while no move is requested continues the game at once (§4.2/§4.3);
         # pausing takes effect after the pending move.
         if not packet.pause and room.status is RoomStatus.ACTIVE and room.pending is None:
             self._step(room)
@@ -784,7 +806,7 @@ class Lobby:
             return
         room.pending = None
         log.info("hard timeout", room=room.id, team=pending.slot.team.name)
-        # The official text names the soft limit here too (spec §5.6); kept for compatibility.
+        # The official text names the soft limit here too (§5.6); kept for compatibility.
         pending.slot.violate(Violation(ViolationKind.HARD_TIMEOUT, self._soft_seconds))
         self._finish(room)
 
@@ -798,7 +820,7 @@ class Lobby:
             raise ClientError(f"{_ROOM_EXCEPTION}: Client is not a member of game {room.id}")
         pending = room.pending
         # Official onAction checks the turn first, whatever the room's status: also before the
-        # start and while paused (spec §5.3 step 2). A team without a slot yet (a <join> room
+        # start and while paused (§5.3 step 2). A team without a slot yet (a <join> room
         # started from an odd turn) cannot be "expected"; that move is simply not requested.
         team = room.state.current_team
         if slot.team is not team and team.value < len(room.slots):
@@ -862,7 +884,7 @@ class Lobby:
     # ------------------------------------------------------------------ ends
 
     def _cancel(self, room: Room) -> None:
-        """Official GameRoom.cancel: empty slots count as never connected (spec §5.9)."""
+        """Official GameRoom.cancel: empty slots count as never connected (§5.9)."""
         for slot in room.slots:
             if slot.peer is None:
                 slot.violate(Violation(ViolationKind.LEFT, NOT_CONNECTED))
@@ -985,6 +1007,7 @@ def _address_of(peer: Peer) -> str:
 
 
 def wall_clock_reason(limit: float) -> str:
+    """The result's reason when a game ran past the wall-clock limit (not official)."""
     return f"Das Spiel wurde abgebrochen: es hat länger als {limit:g} Sekunden gedauert"
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Property:
+    """One key and its value, with the line where it starts (for error messages)."""
+
     key: str
     value: str
     line: int  # 1-based line where the logical line starts

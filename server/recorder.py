@@ -94,9 +94,11 @@ class ResultsSink:
 
     @property
     def name(self) -> str:
+        """What this sink writes to, for log lines."""
         return f"results log {self.results.path}"
 
     def write(self, game: FinishedGame, replay: Path | None) -> None:
+        """Append the game's result line (naming its replay); raises when it is not written."""
         self.results.write(results_record(game, replay))
 
 

@@ -30,12 +30,14 @@ class Timer:
         self._owner = owner
 
     def cancel(self) -> None:
+        """Never run the callback (idempotent)."""
         if self._callback is not None:
             self._callback = None
             self._owner._cancelled()
 
     @property
     def active(self) -> bool:
+        """Neither fired nor cancelled yet."""
         return self._callback is not None
 
     def _fire(self) -> None:
@@ -58,6 +60,7 @@ class Timers:
         self._cancelled_count = 0
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
+        """Run `callback` at `deadline` (trio clock) unless the returned timer is cancelled."""
         timer = Timer(deadline, callback, self)
         heapq.heappush(self._heap, (deadline, next(self._order), timer))
         if self._sleep is not None and deadline < self._sleep.deadline:
@@ -65,6 +68,7 @@ class Timers:
         return timer
 
     def call_later(self, delay: float, callback: Callable[[], None]) -> Timer:
+        """Run `callback` `delay` seconds from now."""
         return self.call_at(trio.current_time() + delay, callback)
 
     def __len__(self) -> int:

@@ -1,4 +1,4 @@
-"""Start boards: the official generator's invariants and seeding (spec §11.3)."""
+"""Start boards: the official generator's invariants and seeding (docs/protocol.md §11.3)."""
 
 from __future__ import annotations
 

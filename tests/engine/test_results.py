@@ -1,4 +1,4 @@
-"""Results, scores and reason texts (spec §6.3, §6.4, §5.9)."""
+"""Results, scores and reason texts (docs/protocol.md §6.3, §6.4, §5.9)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Move rules, turn order, swarms and game end on small hand-made boards (spec §11)."""
+"""Move rules, turn order, swarms and game end on small hand-made boards (docs/protocol.md §11)."""
 
 from __future__ import annotations
 

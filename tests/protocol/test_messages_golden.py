@@ -1,5 +1,5 @@
 """Byte layout of everything we write, against the examples the official tests and
-captures pin (sc-protocol.md §1.2, §3, §10 † items) and socha's framing (clients.md)."""
+captures pin (docs/protocol.md §1.2, §3, §10 † items) and socha's framing (docs/clients.md)."""
 
 from __future__ import annotations
 
@@ -412,7 +412,7 @@ def test_non_ascii_goes_out_as_raw_utf8() -> None:
     assert data == '<protocol>\n  <joined roomId="räum-ß"/>'.encode()
 
 
-# --- socha framing (clients.md) ----------------------------------------------------------------
+# --- socha framing (docs/clients.md) ------------------------------------------------------------
 
 SOCHA_FRAME = re.compile(
     rb"<((room[\s\S]+?</room>)|(errorpacket[\s\S]+?</errorpacket>)|(prepared[\s\S]+?</prepared>)"

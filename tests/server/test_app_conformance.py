@@ -1,4 +1,4 @@
-"""What the real socha 4.3.9 client can read (clients.md "How socha 4.3.9 cuts the server's
+"""What the real socha 4.3.9 client can read (docs/clients.md "How socha 4.3.9 cuts the server's
 stream"): it never parses the stream as XML, it cuts messages out with one regular expression.
 Every byte stream the server writes to a player over real TCP is cut the same way here, and
 must then consist of whole messages and stream framing only: a `<left>` that is not
@@ -27,7 +27,7 @@ from protocol.messages import (
 from tests.helpers.rawclient import RawClient
 from tests.helpers.server import LIMIT, join_pair, running_server
 
-# socha 4.3.9, socha/api/networking/xml_protocol_interface.py (clients.md)
+# socha 4.3.9, socha/api/networking/xml_protocol_interface.py (docs/clients.md)
 SOCHA_CUT = re.compile(
     rb"<((room[\s\S]+?</room>)|(errorpacket[\s\S]+?</errorpacket>)|(prepared[\s\S]+?</prepared>)"
     rb"|(joined|left|join|observe|pause|step|cancel|creatGame|authenticate)[\s\S]*?/>)"

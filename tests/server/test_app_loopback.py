@@ -1,5 +1,5 @@
 """The whole server over real loopback TCP (port 0), driven by the raw protocol client:
-every message sequence of spec §4 and the violation and disconnect cases of §5."""
+every message sequence of docs/protocol.md §4 and the violation and disconnect cases of §5."""
 
 from __future__ import annotations
 

@@ -859,7 +859,7 @@ async def healthy_game(world: World) -> str:
 
 
 def check_record(record: dict[str, Any], wall_clock: float) -> None:
-    """One results line is consistent in itself (spec §6.3/§6.4) and with its replay."""
+    """One results line is consistent in itself (docs/protocol.md §6.3/§6.4) and with its replay."""
     players = record["players"]
     assert [p["team"] for p in players] in (["ONE"], ["ONE", "TWO"]), record
     assert record["turn"] == len(record["moves"]) == len(record["moveMs"]), record

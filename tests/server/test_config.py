@@ -1,4 +1,4 @@
-"""server.properties parsing and the command line (spec §7.1, §7.2)."""
+"""server.properties parsing and the command line (docs/protocol.md §7.1, §7.2)."""
 
 from __future__ import annotations
 

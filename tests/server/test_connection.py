@@ -58,7 +58,7 @@ async def test_close_request_ends_the_stream_and_the_opponent_wins(
         await client.receive_until(MoveRequest)
         await client.send(CloseRequest())
         await client.expect_closed()
-    # No <close/> answer, just the end of the document (spec §1.3).
+    # No <close/> answer, just the end of the document (docs/protocol.md §1.3).
     assert b"<close/>" not in client.raw
     result = opponent.of(ResultMessage)[0].result
     assert result.winner is Team.TWO

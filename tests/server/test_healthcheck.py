@@ -38,7 +38,7 @@ async def _read_until(stream: trio.SocketStream, marker: bytes) -> bytes:
 
 
 def _official_answer(request: bytes) -> bytes:
-    """What the official server sends for a joinRoom to an unknown room (spec §1.2, §3.9)."""
+    """What the official server sends for a joinRoom to an unknown room (§1.2, §3.9)."""
     room_id = request.split(b'roomId="')[1].split(b'"')[0]
     return (
         b'<protocol>\n  <errorpacket message="sc.api.plugins.exceptions.GameRoomException: '

@@ -1,4 +1,4 @@
-"""The lobby state machine with fake peers (spec §4, §5, §6): joins, game flow, violations."""
+"""The lobby state machine with fake peers (§4, §5, §6): joins, game flow, violations."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ async def test_join_creates_room_and_second_join_starts_the_game(
         WelcomeMessage(room_id, Team.TWO),
         Memento(room_id, state),
     ]
-    # joinedGameRoom goes out after the game start (spec §3.2, §4.1 row 6).
+    # joinedGameRoom goes out after the game start (docs/protocol.md §3.2, §4.1 row 6).
     assert admin.messages[1:] == [JoinedGameRoom(room_id, 2)]
 
 

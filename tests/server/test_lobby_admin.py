@@ -1,4 +1,4 @@
-"""Admin requests (spec §2, §4.2, §5.2, §5.4, §5.9): authenticate, prepare, observe, pause,
+"""Admin requests (§2, §4.2, §5.2, §5.4, §5.9): authenticate, prepare, observe, pause,
 step, cancel, and the errors they give."""
 
 from __future__ import annotations
@@ -329,7 +329,7 @@ async def test_cancel_of_a_running_game_scores_the_current_state(
 async def test_forced_step_on_a_lone_join_room_gives_a_one_entry_result(
     make_harness: HarnessFactory,
 ) -> None:
-    # backend 26.1.0 (spec §5.9): the room has one slot, so no violation and a regular tie.
+    # backend 26.1.0 (§5.9): the room has one slot, so no violation and a regular tie.
     harness, admin = await admin_harness(make_harness)
     one = harness.peer("one")
     harness.send(one, Join())

@@ -1,4 +1,4 @@
-"""Conformance audit of the lobby against the official server 26.1.0 (spec §3–§5): the order
+"""Conformance audit of the lobby against the official server 26.1.0 (§3–§5): the order
 in which players and observers get each message, what observers do and do not see, the order
 of the move checks (§5.3), pause/step/observe edge cases and the ends of games that never
 started. The lobby is driven with fake peers that write into one shared log, so the order
