@@ -17,6 +17,7 @@ game, played and recorded under its attempt.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import socket
@@ -139,7 +140,7 @@ class AsyncStore:
 # ---- no bot outlives the league -----------------------------------------------------------
 
 _REAPER = """
-import os, signal, sys
+import os, signal, subprocess, sys
 groups = set()
 for line in sys.stdin:
     op, pid = line.split()
@@ -148,6 +149,15 @@ for pid in groups:
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
+        pass
+if len(sys.argv) == 3:  # docker CLI and the run's container label
+    cli, label = sys.argv[1:]
+    try:
+        listed = subprocess.run([cli, "ps", "-aq", "--filter", "label=" + label],
+                                capture_output=True, text=True, timeout=60).stdout.split()
+        if listed:
+            subprocess.run([cli, "rm", "-f", *listed], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
         pass
 """
 
@@ -158,11 +168,12 @@ class BotReaper:
     acts when its stdin reaches EOF, which the kernel delivers when the league's end of the
     pipe closes. (PR_SET_PDEATHSIG would not do: trio starts processes from worker threads,
     and the signal follows the thread.) Bots are whole process groups, so a wrapper's
-    children (start.sh -> java) go too."""
+    children (start.sh -> java) go too. With `containers` = (docker CLI, label) it also
+    removes every container with that label when it ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, containers: tuple[str, str] | None = None) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _REAPER],
+            [sys.executable, "-c", _REAPER, *(containers or ())],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -267,19 +278,71 @@ def check_mode(config: LeagueConfig, mode: str) -> None:
     game is claimed)."""
     if mode not in MODES:
         raise LeagueRunError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
-    if mode == "docker":
-        # The container launcher (bots in containers, a relay so they see only the game
-        # server) comes from the sandbox package.
-        if importlib.util.find_spec("sandbox") is None:
-            raise LeagueRunError("docker mode needs the sandbox package")
-        raise LeagueRunError("docker mode needs the sandbox package's ContainerLauncher")
+    # The container launcher (bots in containers, a relay so they see only the game server)
+    # comes from the sandbox package.
+    if mode == "docker" and importlib.util.find_spec("sandbox") is None:
+        raise LeagueRunError("docker mode needs the sandbox package")
     for team in config.teams:
-        bot_command(team)
+        if mode == "process" or team.bot.kind is BotKind.COMMAND:
+            bot_command(team)
 
 
-def launchers_for(config: LeagueConfig, mode: str, reaper: BotReaper) -> dict[str, PlayerLauncher]:
-    """One launcher per team id for `mode`."""
-    check_mode(config, mode)
+def container_label(config: LeagueConfig) -> str:
+    """The `piranhas.run` label of the league's containers: stable for one store, so a run
+    started after a killed one removes what that one left behind."""
+    digest = hashlib.sha256(str(config.database.resolve()).encode()).hexdigest()
+    return f"league-{digest[:12]}"
+
+
+async def container_launchers(
+    config: LeagueConfig, server_socket: Path, reaper: BotReaper
+) -> dict[str, PlayerLauncher]:
+    """Docker mode: `image` and `folder` teams in sandboxed containers (folders built into
+    images first, on the league's `base_image`), `command` teams as local processes."""
+    from sandbox import (
+        BOT_BASE_IMAGE,
+        ContainerLauncher,
+        DockerError,
+        Limits,
+        docker_available,
+        sweep,
+    )
+    from sandbox.images import build_base_image, build_bot_image, image_exists
+
+    if not await docker_available():
+        raise LeagueRunError("docker mode: no Docker daemon answers (is DOCKER_HOST set?)")
+    label = container_label(config)
+    await sweep(f"piranhas.run={label}")  # a killed run's containers
+    limits = Limits(
+        cpus=max(1, round(config.limits.cpus)),
+        memory_mib=config.limits.memory_bytes // (1024 * 1024),
+        pids=config.limits.pids,
+    )
+    launchers: dict[str, PlayerLauncher] = {}
+    try:
+        for team in config.teams:
+            if team.bot.kind is BotKind.COMMAND:
+                launchers[team.id] = ReapedLauncher(ProcessLauncher(bot_command(team)), reaper)
+                continue
+            image = team.bot.image
+            if team.bot.kind is BotKind.FOLDER:
+                assert team.bot.folder is not None
+                if not await image_exists(BOT_BASE_IMAGE):
+                    await build_base_image(base_image=config.base_image)
+                image = f"piranhas-league/{team.id.lower()}:{label}"
+                await build_bot_image(team.bot.folder, image)
+            assert image is not None
+            launchers[team.id] = ContainerLauncher(
+                image, server_socket, limits=limits, run_id=label
+            )
+    except DockerError as error:
+        raise LeagueRunError(f"docker mode: {error}") from None
+    return launchers
+
+
+def process_launchers(config: LeagueConfig, reaper: BotReaper) -> dict[str, PlayerLauncher]:
+    """Process mode: every team's command as a local process."""
+    check_mode(config, "process")
     return {
         team.id: ReapedLauncher(ProcessLauncher(bot_command(team)), reaper) for team in config.teams
     }
@@ -452,7 +515,13 @@ async def open_table(
     the league's timeouts) and yield the table to play on; the server stops afterwards, and
     no bot outlives the table (`BotReaper`)."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    reaper = BotReaper()
+    check_mode(config, mode)
+    containers = None
+    if mode == "docker":
+        from sandbox.docker import docker_cli
+
+        containers = (docker_cli(), f"piranhas.run={container_label(config)}")
+    reaper = BotReaper(containers)
     try:
         async with _serve_table(config, mode, log_dir, records_dir, reaper) as table:
             yield table
@@ -469,12 +538,12 @@ async def _serve_table(
     reaper: BotReaper,
 ) -> AsyncIterator[LeagueTable]:
     import secrets
+    import tempfile
 
     from server.app import serve
     from server.config import Settings
     from server.logs import configure_logging
 
-    launchers = launchers_for(config, mode, reaper)
     timeouts = config.timeouts
     settings = replace(
         Settings(),
@@ -494,7 +563,18 @@ async def _serve_table(
     )
     games = ServerGames()
     stop = trio.Event()
-    with (log_dir / "server.log").open("a", encoding="utf-8") as server_log:
+    with (
+        tempfile.TemporaryDirectory(prefix="piranhas-league-") as socket_dir,
+        (log_dir / "server.log").open("a", encoding="utf-8") as server_log,
+    ):
+        if mode == "docker":
+            # Container bots reach the server through a relay on this socket
+            # (docs/sandbox.md); the directory holds nothing else.
+            server_socket = Path(socket_dir) / "server.sock"
+            settings = replace(settings, unix_socket=server_socket)
+            launchers = await container_launchers(config, server_socket, reaper)
+        else:
+            launchers = process_launchers(config, reaper)
         configure_logging("console", "info", stream=server_log, cache=False)
         try:
             async with trio.open_nursery() as nursery:
@@ -502,7 +582,12 @@ async def _serve_table(
                     partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
                 )
                 server = Server(
-                    "127.0.0.1", port, settings.password, "random", settings.hard_timeout
+                    "127.0.0.1",
+                    port,
+                    settings.password,
+                    "random",
+                    settings.hard_timeout,
+                    settings.unix_socket,
                 )
                 try:
                     yield LeagueTable(

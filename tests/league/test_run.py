@@ -157,14 +157,23 @@ def test_a_four_team_league_is_played_to_the_end(
     assert after == before
 
 
-def test_docker_mode_without_the_sandbox_package_is_a_clear_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_docker_mode_without_a_docker_daemon_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if importlib.util.find_spec("sandbox") is not None:
-        pytest.skip("the sandbox package is installed")
+    # A Docker client that finds no daemon (the variable sandbox.docker_cli honours).
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     path = league_file(tmp_path, {"a": FAST_BOT, "b": FAST_BOT})
-    assert main(["run", str(path), "--mode", "docker"]) == 2
-    assert "docker mode needs the sandbox package" in capsys.readouterr().err
+    path.write_text(
+        path.read_text(encoding="utf-8") + '[[teams]]\nid = "c"\nimage = "bot:1"\n',
+        encoding="utf-8",
+    )
+    assert main(["run", str(path)]) == 1  # an image team: docker mode by default
+    assert "docker mode: no Docker daemon answers" in capsys.readouterr().err
+    store = LeagueStore.sqlite(tmp_path / "league.sqlite")
+    try:
+        assert store.progress().running == 0  # nothing was claimed
+    finally:
+        store.close()
 
 
 def test_an_image_team_cannot_run_in_process_mode(
