@@ -324,11 +324,12 @@ async def container_launchers(
             if team.bot.kind is BotKind.COMMAND:
                 launchers[team.id] = ReapedLauncher(ProcessLauncher(bot_command(team)), reaper)
                 continue
+            if not await image_exists(BOT_BASE_IMAGE):
+                # The relays run on it, and folder bots are built on it.
+                await build_base_image(base_image=config.base_image)
             image = team.bot.image
             if team.bot.kind is BotKind.FOLDER:
                 assert team.bot.folder is not None
-                if not await image_exists(BOT_BASE_IMAGE):
-                    await build_base_image(base_image=config.base_image)
                 image = f"piranhas-league/{team.id.lower()}:{label}"
                 await build_bot_image(team.bot.folder, image)
             assert image is not None
