@@ -9,20 +9,24 @@ records, and a tampered record through `piranhas-league verify`.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import sqlite3
 import sys
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 import pytest
+import trio
 
 from league.cli import main
 from league.config import load_league
 from league.records import read_record, verify
+from league.run import AsyncStore, admin_session, open_table, play_and_record
 from league.schedule import build_schedule
 from league.standings import compute_standings
-from league.store import LeagueStore
+from league.store import LeagueStore, RecordStatus, StaleAttemptError
 from tests.helpers.process import TEST_BOTS
 
 FAST_BOT = [sys.executable, str(TEST_BOTS / "fast_bot.py")]
@@ -186,3 +190,57 @@ def test_an_image_team_cannot_run_in_process_mode(
     )
     assert main(["run", str(path), "--mode", "process"]) == 2
     assert "team c: process mode needs a `command`" in capsys.readouterr().err
+
+
+class Terminal(io.StringIO):
+    """A captured stdout that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_run_shows_a_progress_bar_and_a_rich_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = league_file(tmp_path, {"a": FAST_BOT, "b": [*FAST_BOT, "--seed", "3"]})
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert main(["run", str(path)]) == 0
+    out = terminal.getvalue()
+    assert "match 1 game 1: a - b" in out and "match 1 game 2: b - a" in out
+    assert "2/2" in out  # the bar's count
+    assert "━" in out  # the bar
+    assert "┃" in out or "│" in out  # rich's table, not the plain columns
+
+
+async def test_a_stale_attempt_plays_but_cannot_record_and_the_newer_one_records(
+    tmp_path: Path,
+) -> None:
+    """The unit a distributed worker calls: `play_and_record` under an attempt whose lease ran
+    out and was handed to another worker is rejected by the store; the newer attempt's is not."""
+    path = league_file(tmp_path, {"a": FAST_BOT, "b": [*FAST_BOT, "--seed", "3"]})
+    config = load_league(path)
+    now = [1_000_000.0]
+    store = AsyncStore(partial(LeagueStore.sqlite, config.database, clock=lambda: now[0]))
+    try:
+        await store.call(store.store.initialize, config, build_schedule(config))
+        old = await store.call(store.store.claim_next, "worker-1", lease_seconds=60)
+        now[0] += 120  # worker-1 missed its lease
+        new = await store.call(store.store.claim_next, "worker-2", lease_seconds=600)
+        assert old is not None and new is not None and new.game == old.game
+        assert new.attempt == old.attempt + 1
+        with trio.fail_after(60):
+            async with (
+                open_table(config, mode="process", log_dir=tmp_path / "logs") as table,
+                admin_session(table.server) as admin,
+            ):
+                with pytest.raises(StaleAttemptError):
+                    await play_and_record(table, admin, store, old)
+                assert await store.call(store.store.finished_games) == []
+                report = await play_and_record(table, admin, store, new)
+        assert report.status is RecordStatus.RECORDED
+        (finished,) = await store.call(store.store.finished_games)
+        assert finished.attempt == new.attempt
+        assert finished.outcome == report.outcome
+    finally:
+        store.close()
