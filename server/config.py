@@ -68,6 +68,12 @@ class Settings:
     # Also listen on this Unix domain socket (bots in containers without a network reach the
     # server through it: docs/sandbox.md).
     unix_socket: Path | None = None
+    # Per-connection limits against hostile clients (README "Hardening").
+    send_buffer_bytes: int = 4 * 1024 * 1024
+    send_deadline: float = 30.0
+    protocol_deadline: float = 10.0
+    packet_deadline: float = 30.0
+    max_refusals: int = 20
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
     start_state: GameState | None = field(default=None, compare=False, repr=False)
@@ -376,6 +382,47 @@ _OPTIONS = (
         _parse_path,
         "also listen on this Unix domain socket (e.g. for bots in containers)",
         "PATH",
+    ),
+    # Per-connection limits against hostile clients.
+    _Option(
+        "send_buffer_bytes",
+        "sendBufferBytes",
+        ("--send-buffer-bytes", "--sendBufferBytes"),
+        _positive_int(65536),
+        "bytes queued for a client that does not read before it is dropped (default 4 MiB)",
+        "N",
+    ),
+    _Option(
+        "send_deadline",
+        "sendDeadline",
+        ("--send-deadline", "--sendDeadline"),
+        _parse_positive_seconds,
+        "a client must take all queued bytes within this, or it is dropped (default 30)",
+        "SECONDS",
+    ),
+    _Option(
+        "protocol_deadline",
+        "protocolDeadline",
+        ("--protocol-deadline", "--protocolDeadline"),
+        _parse_seconds,
+        "a new connection must send <protocol> within this (default 10, 0 = never)",
+        "SECONDS",
+    ),
+    _Option(
+        "packet_deadline",
+        "packetDeadline",
+        ("--packet-deadline", "--packetDeadline"),
+        _parse_seconds,
+        "a connection in no room must finish a started packet within this (default 30, 0 = never)",
+        "SECONDS",
+    ),
+    _Option(
+        "max_refusals",
+        "maxRefusals",
+        ("--max-refusals", "--maxRefusals"),
+        _positive_int(1),
+        "refused requests a connection in no room gets before it is closed (default 20)",
+        "N",
     ),
 )
 # Keys are case-sensitive, as in java.util.Properties.

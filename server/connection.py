@@ -1,23 +1,38 @@
 """One client connection: bytes → protocol events → lobby, and lobby messages → bytes.
 
-A reader task parses the stream with the sans-IO `protocol.ServerConnection` and hands each
-packet to the lobby, stamped with the time its last bytes arrived. A writer task serializes
-queued messages and writes them. The queue is bounded: a client that does not read its
-messages is disconnected instead of making the server buffer without limit, and nothing a
-connection does can block the lobby or another connection.
+The reader parses the stream with the sans-IO `protocol.ServerConnection` and hands each packet
+to the lobby, stamped with the time its bytes arrived (from the kernel where it can: see
+`server.transport`). A writer task writes what the socket did not take at once.
+
+Every connection's resources are bounded, so a hostile client cannot decide a game:
+
+- the send queue is bounded in messages and bytes, and each queued message must be handed to
+  the socket within `sendDeadline` of being queued (a trickle of reads does not extend it);
+- a new connection must say `<protocol>` within `protocolDeadline`; a connection in no room
+  must finish what it started sending within `packetDeadline`; one idle in no room is closed
+  after `idleTimeout`;
+- work per turn of the event loop is bounded: a connection handles at most `PACKETS_PER_TURN`
+  packets before it lets the others run; an anonymous connection (in no room, not admin) that
+  was refused or sent a costly packet is *rationed*: such connections take turns through one
+  lobby-wide token, one packet at a time, so any number of them delays a game's packet by
+  about one of theirs, and a costly packet keeps the token as long again, so together they
+  get at most about half of the server's time. A newcomer's cheap join or login skips the line;
+- an anonymous connection that is refused `maxRefusals` times is closed.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import os
+import re
+import time
+import weakref
 from collections.abc import Callable
 
 import structlog
 import trio
 
-from protocol import NEED_DATA, ProtocolLimits, RemoteProtocolError, ServerConnection
+from protocol import NEED_DATA, NeedData, ProtocolLimits, RemoteProtocolError, ServerConnection
 from protocol.events import CloseRequest, StreamEnd
 from protocol.messages import CloseConnection, ErrorPacket, ServerMessage
 from server.config import Settings
@@ -29,20 +44,38 @@ from server.lobby import (
     UNKNOWN,
     Lobby,
 )
+from server.transport import Transport, transport_for
 
 log = structlog.get_logger("server.connection")
 
-RECEIVE_BYTES = 65536
-# A single write may block this long (the client reads nothing) before the client counts as gone.
-SEND_TIMEOUT = 30.0
 # After the connection ends, queued messages and "</protocol>" get this long to go out.
 CLOSE_GRACE = 5.0
 # The server closes this connection deliberately (shutdown); reported like the official one.
 INITIATED_DISCONNECT = "INITIATED_DISCONNECT"
+# Packets a connection in a game (or an admin) handles before it lets the others run.
+PACKETS_PER_TURN = 16
+# An anonymous packet handled faster than this (any legitimate one) is not rationed.
+ANONYMOUS_FREE_SECONDS = 0.002
+# How much of the stream's start is searched for "<protocol>".
+PROTOCOL_PREFIX_BYTES = 4096
+_PROTOCOL_START = re.compile(rb"<protocol[\s>/]")
 
 _numbers = itertools.count(1)
 
-_Outgoing = tuple[bytes, Callable[[float], None] | None]
+# (bytes, callback when handed to the socket, trio time queued)
+_Outgoing = tuple[bytes, Callable[[float], None] | None, float]
+
+# One token per lobby: anonymous connections handle their packets one at a time, in turn.
+_anonymous_turns: weakref.WeakKeyDictionary[Lobby, trio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _anonymous_turn(lobby: Lobby) -> trio.CapacityLimiter:
+    limiter = _anonymous_turns.get(lobby)
+    if limiter is None:
+        limiter = _anonymous_turns[lobby] = trio.CapacityLimiter(1)
+    return limiter
 
 
 class Connection:
@@ -56,35 +89,39 @@ class Connection:
         name: str = "",
         *,
         address: str = "",
+        transport: Transport | None = None,
     ) -> None:
         self.name = f"{name or 'client'}#{next(_numbers)}"
         self.address = address  # remote host: failed admin logins are counted per address
-        self._stream = stream
+        self._transport = transport if transport is not None else transport_for(stream)
         self._lobby = lobby
         self._settings = settings
         self._protocol = ServerConnection(
             ProtocolLimits(max_packet_bytes=settings.max_packet_bytes)
         )
-        self._outbox_in, self._outbox = trio.open_memory_channel[_Outgoing](
-            max(1, settings.send_buffer_messages)
-        )
+        # Unbounded channel: the bounds (messages, bytes, age) are checked in `send`.
+        self._outbox_in, self._outbox = trio.open_memory_channel[_Outgoing](math.inf)
         self._accepting = True  # the lobby may still queue messages
         self._read_scope = trio.CancelScope()
         self._write_scope = trio.CancelScope()
         self._stop_cause: str | None = None  # why the server ended the reading
         self._abort = False  # drop what is queued: the client cannot take it
         self._left_lobby = False
-        self._last_activity = 0.0
-        # On a real socket, read and write the descriptor directly and wait with trio's
-        # wait_readable/wait_writable: trio's generic stream calls cost two scheduler trips per
-        # call, a large share of the server's time per move. Other streams (tests) use the
-        # generic calls.
-        self._fd: int | None = (
-            stream.socket.fileno() if isinstance(stream, trio.SocketStream) else None
-        )
-        # Messages queued or being written by the writer task. While it is zero, `send` writes
-        # straight to the socket: no task switch per message, and the order stays the same.
+        self._opened_at = 0.0
+        self._last_activity = 0.0  # when the last complete packet arrived
+        self._said_protocol = False
+        self._prefix = bytearray()  # the stream's start, until "<protocol>" is seen
+        self._partial_since: float | None = None  # bytes that complete no packet since then
+        self._received_at = 0.0  # when the bytes read last arrived
+        self._refusals = 0  # errorpackets sent while anonymous
+        # Anonymous and refused or costly before: its packets take turns behind the games'.
+        # A fresh connection's cheap join or login is never made to wait in that line.
+        self._rationed = False
+        self._was_busy = False  # at the last deadline check
+        # Messages queued or being written by the writer task, and their bytes. While nothing
+        # is queued, `send` writes straight to the socket: no task switch per message.
         self._backlog = 0
+        self._queued_bytes = 0
 
     # ------------------------------------------------------------------ Peer
 
@@ -99,9 +136,11 @@ class Connection:
             log.exception("cannot render a message", peer=self.name, message=repr(message))
             self._stop(UNKNOWN, abort=True)
             return
-        if self._fd is not None and not self._backlog:
+        if isinstance(message, ErrorPacket):
+            self._count_refusal()
+        if not self._backlog:
             try:
-                written = _write_some(self._fd, data)
+                written = self._transport.try_write(data)
             except trio.BrokenResourceError:
                 self._stop(LOST_CONNECTION, abort=True)
                 return
@@ -110,22 +149,43 @@ class Connection:
                     on_sent(trio.current_time())
                 return
             data = data[written:]  # the socket buffer is full: the writer task waits for room
-        try:
-            self._outbox_in.send_nowait((data, on_sent))
-            self._backlog += 1
-        except trio.WouldBlock:
+        settings = self._settings
+        if (
+            self._backlog >= settings.send_buffer_messages
+            or self._queued_bytes + len(data) > settings.send_buffer_bytes
+        ):
             log.warning(
                 "slow reader: send queue full, disconnecting",
                 peer=self.name,
-                queued=self._settings.send_buffer_messages,
+                queued_messages=self._backlog,
+                queued_bytes=self._queued_bytes,
             )
             self._stop(LOST_CONNECTION, abort=True)
+            return
+        try:
+            self._outbox_in.send_nowait((data, on_sent, trio.current_time()))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             self._accepting = False
+            return
+        self._backlog += 1
+        self._queued_bytes += len(data)
 
     def close(self) -> None:
         """End the connection from the server side, after what is queued went out."""
         self._stop(INITIATED_DISCONNECT)
+
+    def _count_refusal(self) -> None:
+        """An anonymous connection that keeps sending refused requests only costs the server:
+        after `maxRefusals` of them it is closed (the last errorpacket still goes out)."""
+        if self._lobby.is_busy(self):
+            return
+        self._refusals += 1
+        self._rationed = True
+        if self._refusals == self._settings.max_refusals:
+            log.warning(
+                "too many refused requests, closing", peer=self.name, refused=self._refusals
+            )
+            self._stop(PROTOCOL_ERROR)
 
     # ------------------------------------------------------------------ serving
 
@@ -149,7 +209,7 @@ class Connection:
         finally:
             # Cancelled from outside (server stop): the lobby must still forget this peer.
             self._leave_lobby(INITIATED_DISCONNECT)
-            await trio.aclose_forcefully(self._stream)
+            await self._transport.aclose()
 
     def _leave_lobby(self, cause: str) -> None:
         self._accepting = False
@@ -170,110 +230,168 @@ class Connection:
         if abort:
             self._write_scope.cancel()
 
-    async def _receive(self) -> bytes:
-        """The next bytes from the client; b"" at the end of the stream."""
-        fd = self._fd
-        if fd is None:
-            data = await self._stream.receive_some(RECEIVE_BYTES)
-            return data if isinstance(data, bytes) else bytes(data)
-        while True:
-            # Waiting first is the checkpoint: a client that floods us cannot starve the others.
-            await trio.lowlevel.wait_readable(fd)
-            try:
-                return os.read(fd, RECEIVE_BYTES)
-            except BlockingIOError:
-                continue
-            except OSError as error:
-                raise trio.BrokenResourceError(str(error)) from error
+    # ------------------------------------------------------------------ reading
+
+    def _deadline(self, now: float, busy: bool) -> float:
+        """The next instant one of the read deadlines may have passed."""
+        settings = self._settings
+        deadline = self._last_activity + (settings.idle_timeout or math.inf)
+        if not self._said_protocol and settings.protocol_deadline:
+            deadline = min(deadline, self._opened_at + settings.protocol_deadline)
+        if self._partial_since is not None and settings.packet_deadline:
+            packet_deadline = self._partial_since + settings.packet_deadline
+            if busy:
+                # A player's unfinished packet is the move timeouts' business: look again later,
+                # it may have left its room by then.
+                packet_deadline = max(packet_deadline, now + settings.packet_deadline)
+            deadline = min(deadline, packet_deadline)
+        return deadline
 
     async def _read_loop(self) -> str:
         """Feed the lobby until the stream ends; return the official disconnect cause.
 
-        The idle timeout is one cancel scope per idle period rather than one per receive: when
-        it fires, the connection is closed only if it really was idle (and in no room)."""
-        idle_timeout = self._settings.idle_timeout or math.inf
-        self._last_activity = trio.current_time()
-        was_busy = False
+        The deadlines apply only while waiting for the client's bytes: time its packets spend
+        waiting for their turn in the server is never held against it."""
+        self._opened_at = self._last_activity = trio.current_time()
         while True:
-            with trio.CancelScope(deadline=self._last_activity + idle_timeout):
-                return await self._read_packets()
-            # Only the idle deadline gets here.
-            if trio.current_time() - self._last_activity < idle_timeout:
-                continue
-            busy = self._lobby.is_busy(self)
-            if busy or was_busy:
-                # Busy, or stopped being busy since the last check (its game ended, say, a
-                # moment ago): the idle period starts now, not at the last packet it sent.
-                was_busy = busy
-                self._last_activity = trio.current_time()
-                continue
-            log.info("closing idle connection", peer=self.name, seconds=idle_timeout)
-            self.send(CloseConnection())
-            return TIMEOUT
-
-    async def _read_packets(self) -> str:
-        protocol = self._protocol
-        lobby = self._lobby
-        while True:
-            try:
-                data = await self._receive()
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return LOST_CONNECTION
-            # The move's time ends here, before any parsing or processing by the server.
-            received_at = self._last_activity = trio.current_time()
-            protocol.receive_data(data)
-            while True:
+            outcome = await self._handle_buffered()
+            if outcome is not None:
+                return outcome
+            deadline = self._deadline(trio.current_time(), self._lobby.is_busy(self))
+            with trio.move_on_at(deadline) as waiting:
                 try:
-                    event = protocol.next_event()
-                except RemoteProtocolError as error:
-                    if error.eof:
-                        return LOST_CONNECTION
-                    log.info("protocol error", peer=self.name, error=error.message)
-                    self.send(ErrorPacket(error.message, None))
-                    return PROTOCOL_ERROR
-                if event is NEED_DATA:
-                    break
-                if isinstance(event, CloseRequest):
-                    return RECEIVED_DISCONNECT
-                if isinstance(event, StreamEnd):
-                    # The official server sees the client's </protocol> as a lost connection.
+                    data, received_at = await self._transport.receive()
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return LOST_CONNECTION
-                try:
-                    lobby.handle(self, event, received_at)
-                except Exception:
-                    # A bug must cost only this connection (official: cause UNKNOWN).
-                    log.exception("handling a packet failed", peer=self.name, packet=repr(event))
-                    self.send(
-                        ErrorPacket("Internal server error while handling the request", event)
-                    )
-                    return UNKNOWN
+            if waiting.cancelled_caught:
+                cause = self._deadline_passed()
+                if cause is not None:
+                    return cause
+                continue
+            self._received_at = received_at
+            self._note_received(data, received_at)
+            self._protocol.receive_data(data)
 
-    async def _send_all(self, data: bytes) -> bool:
-        """Write all of `data`; False if the client read nothing for SEND_TIMEOUT."""
-        fd = self._fd
-        if fd is None:
-            with trio.move_on_after(SEND_TIMEOUT):
-                await self._stream.send_all(data)
-                return True
-            return False
-        view = memoryview(data)
-        while view:
-            written = _write_some(fd, view)
-            if written:
-                view = view[written:]
-                continue
-            # Only a full socket buffer costs a cancel scope; the usual write does not wait.
-            with trio.move_on_after(SEND_TIMEOUT):
-                await trio.lowlevel.wait_writable(fd)
-                continue
-            return False
-        # A write that never waited is still a checkpoint, so one busy writer cannot hog the loop.
-        await trio.lowlevel.checkpoint()
-        return True
+    def _deadline_passed(self) -> str | None:
+        """A read deadline fired: the cause to close with, or None to go on reading."""
+        settings = self._settings
+        now = trio.current_time()
+        busy = self._lobby.is_busy(self)
+        was_busy, self._was_busy = self._was_busy, busy
+        if (
+            not self._said_protocol
+            and settings.protocol_deadline
+            and now >= self._opened_at + settings.protocol_deadline
+        ):
+            log.info("no <protocol> in time, closing", peer=self.name)
+            return TIMEOUT
+        if (
+            self._partial_since is not None
+            and settings.packet_deadline
+            and not busy
+            and now >= self._partial_since + settings.packet_deadline
+        ):
+            log.info("unfinished packet, closing", peer=self.name)
+            return TIMEOUT
+        idle_timeout = settings.idle_timeout or math.inf
+        if now - self._last_activity < idle_timeout:
+            return None
+        if busy or was_busy:
+            # Busy, or stopped being busy since the last check (its game ended, say, a moment
+            # ago): the idle period starts now, not at the last packet it sent.
+            self._last_activity = now
+            return None
+        log.info("closing idle connection", peer=self.name, seconds=idle_timeout)
+        self.send(CloseConnection())
+        return TIMEOUT
+
+    async def _handle_buffered(self) -> str | None:
+        """Handle the packets buffered so far; a disconnect cause when the stream ends."""
+        lobby = self._lobby
+        handled = 0
+        while True:
+            if self._rationed and not lobby.is_busy(self):
+                # One packet per turn of the token: rationed traffic never makes a game's
+                # packet wait for more than about one of its packets.
+                async with _anonymous_turn(lobby):
+                    started = time.perf_counter()
+                    outcome = self._next_packet()
+                    spent = time.perf_counter() - started
+                    if outcome is None:
+                        # Held across a turn of the loop: the other rationed connections wait
+                        # in line while the games' connections run. A costly packet holds it
+                        # as long again: together they get at most about half of the time.
+                        if spent > ANONYMOUS_FREE_SECONDS:
+                            await trio.sleep(spent)
+                        else:
+                            await trio.lowlevel.checkpoint()
+            else:
+                started = time.perf_counter()
+                outcome = self._next_packet()
+                if outcome is None:
+                    if time.perf_counter() - started > ANONYMOUS_FREE_SECONDS and not lobby.is_busy(
+                        self
+                    ):
+                        self._rationed = True  # costly and in no room: take turns from now on
+                    handled += 1
+                    if handled >= PACKETS_PER_TURN:
+                        handled = 0
+                        await trio.lowlevel.checkpoint()
+            if outcome is NEED_DATA:
+                return None
+            if outcome is not None:
+                return outcome
+
+    def _note_received(self, data: bytes, received_at: float) -> None:
+        """Keep the protocol and packet deadlines up to date for bytes just read."""
+        if not self._said_protocol:
+            self._prefix += data[: PROTOCOL_PREFIX_BYTES - len(self._prefix)]
+            if _PROTOCOL_START.search(self._prefix):
+                self._said_protocol = True
+                self._prefix = bytearray()
+            return
+        if data and self._partial_since is None:
+            # Reset when these bytes complete a packet (`_next_packet`).
+            self._partial_since = received_at
+
+    def _next_packet(self) -> str | NeedData | None:
+        """Handle the next buffered packet: NEED_DATA when there is none, a disconnect cause
+        when the stream ends, None after a packet was handled."""
+        try:
+            event = self._protocol.next_event()
+        except RemoteProtocolError as error:
+            if error.eof:
+                return LOST_CONNECTION
+            log.info("protocol error", peer=self.name, error=error.message)
+            self.send(ErrorPacket(error.message, None))
+            return PROTOCOL_ERROR
+        if event is NEED_DATA:
+            return NEED_DATA
+        received_at = self._received_at
+        self._partial_since = None
+        self._last_activity = trio.current_time()
+        if isinstance(event, CloseRequest):
+            return RECEIVED_DISCONNECT
+        if isinstance(event, StreamEnd):
+            # The official server sees the client's </protocol> as a lost connection.
+            return LOST_CONNECTION
+        try:
+            # The move's time ended when its bytes arrived, before any work by the server.
+            self._lobby.handle(self, event, received_at)
+        except Exception:
+            # A bug must cost only this connection (official: cause UNKNOWN).
+            log.exception("handling a packet failed", peer=self.name, packet=repr(event))
+            self.send(ErrorPacket("Internal server error while handling the request", event))
+            return UNKNOWN
+        return None
+
+    # ------------------------------------------------------------------ writing
 
     async def _write_loop(self) -> None:
         protocol = self._protocol
         outbox = self._outbox
+        transport = self._transport
+        send_deadline = self._settings.send_deadline
         with self._write_scope:
             try:
                 async for first in outbox:
@@ -284,40 +402,31 @@ class Connection:
                             batch.append(outbox.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
-                    data = b"".join([chunk for chunk, _ in batch])
-                    if not await self._send_all(data):
-                        log.warning("client does not read, disconnecting", peer=self.name)
+                    data = b"".join([chunk for chunk, _, _ in batch])
+                    # The oldest message's deadline: reading a little does not extend it.
+                    with trio.move_on_at(first[2] + send_deadline):
+                        await transport.send_all(data)
+                        data = b""
+                    if data:
+                        log.warning(
+                            "client does not read, disconnecting",
+                            peer=self.name,
+                            queued_bytes=self._queued_bytes,
+                        )
                         self._stop(LOST_CONNECTION, abort=True)
                         return
                     sent_at = trio.current_time()
                     self._backlog -= len(batch)
-                    for _, on_sent in batch:
+                    self._queued_bytes -= sum(len(chunk) for chunk, _, _ in batch)
+                    for _, on_sent, _ in batch:
                         if on_sent is not None:
                             on_sent(sent_at)
-                await self._send_all(protocol.close())
+                    # A write that never waited is still a checkpoint: one busy writer cannot
+                    # hog the loop.
+                    await trio.lowlevel.checkpoint()
+                await transport.send_all(protocol.close())
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._stop(LOST_CONNECTION, abort=True)
             except Exception:
                 log.exception("writing to the client failed", peer=self.name)
                 self._stop(UNKNOWN, abort=True)
-
-
-def _write_some(fd: int, data: bytes | memoryview) -> int:
-    """Write what the socket takes now: 0 when its buffer is full. A dead peer raises
-    BrokenResourceError. (os.write retries EINTR itself, PEP 475.)"""
-    try:
-        return os.write(fd, data)
-    except BlockingIOError:
-        return 0
-    except OSError as error:
-        raise trio.BrokenResourceError(str(error)) from error
-
-
-async def handle_stream(
-    stream: trio.abc.Stream, lobby: Lobby, settings: Settings, name: str = ""
-) -> None:
-    """Serve one connection; never raises (one bad connection must not affect the others)."""
-    try:
-        await Connection(stream, lobby, settings, name).run()
-    except Exception:
-        log.exception("connection failed", peer=name)

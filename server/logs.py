@@ -8,6 +8,10 @@ from typing import TextIO
 
 import structlog
 
+# A logged value (often from client input: a refused request, an error message) is cut to this
+# many characters, so a large packet cannot make the log many times its own size.
+MAX_LOGGED_CHARS = 300
+
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -32,6 +36,7 @@ def configure_logging(
 
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
+        bound_values,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=fmt == "json"),
     ]
@@ -61,6 +66,24 @@ def configure_logging(
         format="%(asctime)s [%(levelname)-8s] %(name)s: %(message)s",
         force=True,
     )
+
+
+def bound_values(
+    _logger: object, _method: str, event_dict: structlog.typing.EventDict
+) -> structlog.typing.EventDict:
+    """Cut every text value longer than MAX_LOGGED_CHARS, saying how much was left out.
+    Other values are the server's own (numbers, names) and stay as they are."""
+    for key, value in event_dict.items():
+        if isinstance(value, str) and len(value) > MAX_LOGGED_CHARS:
+            event_dict[key] = truncate(value)
+    return event_dict
+
+
+def truncate(text: str, limit: int = MAX_LOGGED_CHARS) -> str:
+    """`text` cut to `limit` characters plus a note of the characters left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[{len(text) - limit} more chars]"
 
 
 def _render_plain(_logger: object, _method: str, event_dict: structlog.typing.EventDict) -> str:

@@ -3,6 +3,14 @@ timeout, slow readers, and move timing from the moment the request left the serv
 
 from __future__ import annotations
 
+import contextlib
+import math
+import socket
+import struct
+import sys
+import time
+
+import pytest
 import trio
 import trio.testing
 
@@ -19,6 +27,15 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.connection import Connection
+from server.transport import (
+    MAX_STAMP_AGE,
+    SO_TIMESTAMPNS,
+    SocketTransport,
+    StreamTransport,
+    arrival_time,
+    kernel_stamp,
+    transport_for,
+)
 from tests.helpers.lobby import FakePeer, Harness, HarnessFactory
 from tests.helpers.rawclient import RawClient, ServerClosed
 
@@ -134,6 +151,7 @@ async def test_idle_connection_in_no_room_is_closed(
 ) -> None:
     harness: Harness = await make_harness(idle_timeout=30)
     idle = await connect(nursery, harness)
+    await idle.send_raw(b"<protocol>")  # said in time: only the idle timeout applies
     waiting = await connect(nursery, harness)
     await waiting.send(Join())
     await waiting.expect(Joined)
@@ -294,3 +312,80 @@ async def test_a_connection_cancelled_from_outside_leaves_the_lobby(
     assert connection not in harness.lobby._members
     result = opponent.of(ResultMessage)[0].result
     assert result.reason == "ONE hat das Spiel verlassen: INITIATED_DISCONNECT"
+
+
+# ---------------------------------------------------------------- transports
+
+
+def test_arrival_time_is_clamped() -> None:
+    assert arrival_time(100.0, 5000.0, 4999.75) == 99.75
+    assert arrival_time(100.0, 5000.0, 5001.0) == 100.0  # a stamp "from the future": now
+    assert arrival_time(100.0, 5000.0, 1000.0) == 100.0 - MAX_STAMP_AGE
+    assert arrival_time(100.0, 5000.0, math.nan) == 100.0
+
+
+def test_kernel_stamp_is_read_from_the_control_message() -> None:
+    payload = struct.pack("@ll", 1_700_000_000, 250_000_000)
+    assert kernel_stamp([(socket.SOL_SOCKET, SO_TIMESTAMPNS, payload)]) == 1_700_000_000.25
+    assert kernel_stamp([(socket.SOL_SOCKET, SO_TIMESTAMPNS + 1, payload)]) is None
+    assert kernel_stamp([(socket.SOL_SOCKET, SO_TIMESTAMPNS, payload[:4])]) is None
+    assert kernel_stamp([]) is None
+
+
+async def test_socket_transport_stamps_bytes_with_their_arrival() -> None:
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    client = await trio.open_tcp_stream("127.0.0.1", port)
+    transport = transport_for(await listeners[0].accept())
+    assert isinstance(transport, SocketTransport)
+    with trio.fail_after(5):
+        await trio.sleep(0.05)  # the kernel switches stamping on a moment after it is asked
+        await client.send_all(b"warm-up")
+        assert (await transport.receive())[0] == b"warm-up"
+        await client.send_all(b"<move/>")
+        time.sleep(0.3)  # the event loop is late to read
+        data, arrived = await transport.receive()
+        late = trio.current_time() - arrived
+        assert data == b"<move/>"
+        assert transport.stamped == (sys.platform == "linux")
+        if transport.stamped:
+            assert 0.25 <= late <= 1.0, late
+        # Writes go straight out while the socket has room.
+        assert transport.try_write(b"<joined/>") == len(b"<joined/>")
+        await transport.send_all(b"<left/>")
+        assert await client.receive_some(100) == b"<joined/><left/>"
+        # A client that does not read: the socket fills up, then try_write takes nothing.
+        while transport.try_write(b"x" * 65536):
+            pass
+        assert transport.try_write(b"x") == 0
+        await transport.aclose()
+        await _drain(client)  # the connection really ended (else fail_after)
+    await client.aclose()
+    await listeners[0].aclose()
+
+
+async def _drain(stream: trio.abc.ReceiveStream) -> None:
+    """Read until the stream ends (or is reset)."""
+    with contextlib.suppress(trio.BrokenResourceError):
+        while await stream.receive_some(1 << 20):
+            pass
+
+
+async def test_stream_transport_stamps_bytes_when_read(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    client, server = trio.testing.memory_stream_pair()
+    transport = transport_for(server)
+    assert isinstance(transport, StreamTransport)
+    await client.send_all(b"<join/>")
+    await trio.sleep(2)
+    data, arrived = await transport.receive()
+    assert (data, arrived) == (b"<join/>", trio.current_time())
+    assert transport.try_write(b"<joined/>") == 0  # no direct writes: the writer task sends
+    await transport.send_all(b"<joined/>")
+    assert await client.receive_some(100) == b"<joined/>"
+    await transport.aclose()
+    assert await client.receive_some(100) == b""
+    await client.aclose()
+    with pytest.raises(trio.BrokenResourceError):
+        await transport.receive()

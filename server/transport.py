@@ -1,0 +1,188 @@
+"""The byte transports under a `Connection`: a TCP socket, or any trio stream (tests).
+
+One interface, two implementations, each tested on its own:
+
+- `SocketTransport` reads and writes the socket's descriptor directly (trio's generic stream
+  calls cost two scheduler trips per call, a large share of the server's time per move) and
+  takes the arrival time of the bytes from the kernel (Linux `SO_TIMESTAMPNS`): a move is
+  timed to the moment its bytes reached the machine, not to the moment a busy event loop got
+  round to reading them. Without kernel stamps it falls back to the time of the read.
+- `StreamTransport` wraps any `trio.abc.Stream` (the tests' memory streams); its bytes are
+  stamped when read.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import struct
+import sys
+import time
+from typing import Protocol
+
+import trio
+
+RECEIVE_BYTES = 65536
+# Linux SO_TIMESTAMPNS (= SCM_TIMESTAMPNS), which Python's socket module does not name; the
+# value differs on a few architectures without a Linux x86/ARM ABI, where a missing or foreign
+# control message simply means "no stamp".
+SO_TIMESTAMPNS = 35
+_TIMESPEC = struct.Struct("@ll")  # struct timespec: time_t seconds, long nanoseconds
+_ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size)
+# A kernel stamp older than this (seconds) is not believed: the event loop is never that late,
+# so the wall clock must have been stepped between the stamp and our reading of it.
+MAX_STAMP_AGE = 60.0
+
+
+class Transport(Protocol):
+    """What a `Connection` needs from the bytes underneath it."""
+
+    async def receive(self) -> tuple[bytes, float]:
+        """The next bytes (b"" at the end of the stream) and the trio time they arrived.
+        Raises trio.BrokenResourceError when the connection broke."""
+        ...
+
+    def try_write(self, data: bytes | memoryview) -> int:
+        """Write what can go out now without waiting; the number of bytes written (0 when
+        the transport cannot write without waiting). Raises trio.BrokenResourceError."""
+        ...
+
+    async def send_all(self, data: bytes) -> None:
+        """Write all of `data`, waiting for room as needed (the caller bounds the wait).
+        Raises trio.BrokenResourceError."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close at once, discarding what was not written."""
+        ...
+
+
+def transport_for(stream: trio.abc.Stream) -> Transport:
+    """The direct socket transport for a TCP stream, the generic one for anything else."""
+    if isinstance(stream, trio.SocketStream):
+        return SocketTransport(stream)
+    return StreamTransport(stream)
+
+
+def arrival_time(now: float, wall_now: float, wall_stamp: float) -> float:
+    """Convert a kernel wall-clock stamp to trio's clock: `now` minus how long ago (by the
+    wall clock) the bytes arrived, that age clamped to [0, MAX_STAMP_AGE]."""
+    age = wall_now - wall_stamp
+    if not math.isfinite(age):
+        return now
+    return now - min(max(age, 0.0), MAX_STAMP_AGE)
+
+
+def kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> float | None:
+    """The SO_TIMESTAMPNS wall-clock time in recvmsg's control messages, if there is one."""
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC.size:
+            seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
+            return float(seconds + nanoseconds / 1e9)
+    return None
+
+
+_stamp_keeper: socket.socket | None = None
+
+
+def _keep_stamping_on() -> None:
+    """Linux stamps arriving packets only while some socket asks for it, and switches that on
+    or off a moment after the first such socket opens or the last one closes: the bytes of a
+    lone connection could miss their stamp. One socket that asks for the process's lifetime
+    keeps stamping on."""
+    global _stamp_keeper
+    if _stamp_keeper is None:
+        keeper = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        keeper.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        _stamp_keeper = keeper
+
+
+class SocketTransport:
+    """A TCP socket read with recvmsg (kernel receive stamps) and written with os.write."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self._stream = stream
+        self._fd = stream.socket.fileno()
+        # A stdlib view of the same descriptor for recvmsg, made on first use and detached (not
+        # closed) before trio closes the descriptor.
+        self._socket: socket.socket | None = None
+        self.stamped = False  # the kernel stamps what we receive
+        if sys.platform == "linux":
+            try:
+                stream.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+                self.stamped = True
+            except OSError:
+                pass
+            else:
+                _keep_stamping_on()
+        self._last_arrival = -math.inf
+
+    async def receive(self) -> tuple[bytes, float]:
+        sock = self._socket
+        if sock is None:
+            sock = self._socket = socket.socket(fileno=self._fd)
+        while True:
+            # Waiting first is the checkpoint: a client that floods us cannot starve the others.
+            await trio.lowlevel.wait_readable(self._fd)
+            try:
+                data, ancillary, _flags, _address = sock.recvmsg(RECEIVE_BYTES, _ANCILLARY_BYTES)
+            except BlockingIOError:
+                continue
+            except OSError as error:
+                raise trio.BrokenResourceError(str(error)) from error
+            now = trio.current_time()
+            stamp = kernel_stamp(ancillary) if self.stamped else None
+            arrived = now if stamp is None else arrival_time(now, time.time(), stamp)
+            # Never earlier than bytes read before: they arrived first.
+            arrived = self._last_arrival = max(arrived, self._last_arrival)
+            return data, arrived
+
+    def try_write(self, data: bytes | memoryview) -> int:
+        try:
+            return os.write(self._fd, data)  # os.write retries EINTR itself (PEP 475)
+        except BlockingIOError:
+            return 0
+        except OSError as error:
+            raise trio.BrokenResourceError(str(error)) from error
+
+    async def send_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = self.try_write(view)
+            if written:
+                view = view[written:]
+            else:
+                await trio.lowlevel.wait_writable(self._fd)
+
+    async def aclose(self) -> None:
+        if self._socket is not None:
+            self._socket.detach()
+            self._socket = None
+        await trio.aclose_forcefully(self._stream)
+
+
+class StreamTransport:
+    """Any trio stream; bytes are stamped when read, writes always go through `send_all`."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self._stream = stream
+
+    async def receive(self) -> tuple[bytes, float]:
+        try:
+            data = await self._stream.receive_some(RECEIVE_BYTES)
+        except trio.ClosedResourceError as error:
+            raise trio.BrokenResourceError(str(error)) from error
+        return bytes(data), trio.current_time()
+
+    def try_write(self, data: bytes | memoryview) -> int:
+        return 0  # a generic stream has no non-blocking write
+
+    async def send_all(self, data: bytes) -> None:
+        try:
+            await self._stream.send_all(data)
+        except trio.ClosedResourceError as error:
+            raise trio.BrokenResourceError(str(error)) from error
+
+    async def aclose(self) -> None:
+        await trio.aclose_forcefully(self._stream)
