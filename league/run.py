@@ -60,8 +60,10 @@ __all__ = [
     "LeagueRunError",
     "LeagueTable",
     "ServerGames",
+    "admin_session",
     "open_table",
     "play_and_record",
+    "play_by_id",
     "run_league",
 ]
 
@@ -501,6 +503,24 @@ async def play_and_record(
     )
 
 
+async def play_by_id(
+    table: LeagueTable,
+    admin: ClientSession,
+    store: AsyncStore,
+    match_id: int,
+    number: int,
+    attempt: int,
+    worker: str,
+) -> GameReport:
+    """`play_and_record` for a game named by its match, number and attempt (e.g. a message to
+    a distributed worker from a dispatcher that called `claim_next`)."""
+    try:
+        game = table.matches[match_id - 1].games[number - 1]
+    except IndexError:
+        raise LeagueRunError(f"match {match_id} game {number} is not in the schedule") from None
+    return await play_and_record(table, admin, store, Claim(game, attempt, worker))
+
+
 # ---- the server --------------------------------------------------------------------------
 
 
@@ -583,12 +603,12 @@ async def _serve_table(
                     partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
                 )
                 server = Server(
-                    "127.0.0.1",
-                    port,
-                    settings.password,
-                    "random",
-                    settings.hard_timeout,
-                    settings.unix_socket,
+                    host="127.0.0.1",
+                    port=port,
+                    password=settings.password,
+                    password_source="random",
+                    hard_timeout=settings.hard_timeout,
+                    unix_socket=settings.unix_socket,
                 )
                 try:
                     yield LeagueTable(
