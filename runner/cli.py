@@ -11,9 +11,14 @@ Without --port the server runs in this process (on a free loopback port, with a 
 password); with --port the games are played on a running server. `--concurrency K` plays K
 games at once (one admin connection each); `--seed S` pairs the boards (runner.schedule).
 
-Exit status: 0 when every game was played; 2 for bad options, a missing player command, an
-unreachable server, a wrong password, a player process that dies during its game or a game
-that hangs (as the official client); 130 after Ctrl+C.
+A bot that crashes, times out or breaks the rules loses that game (irregularly) and the run
+goes on; a folder per such loss reproduces it (runner.reproduce). The move times come from
+the server in this process (runner.timing).
+
+Exit status: 0 when every game was played; with --sprt 0 = H1 accepted, 1 = H0 accepted,
+3 = inconclusive. 2 for bad options, a missing player command, an unreachable server, a wrong
+password, a player process that ends before its game did, or a game that hangs (as the
+official client); 130 after Ctrl+C.
 """
 
 from __future__ import annotations
@@ -31,17 +36,21 @@ from pathlib import Path
 
 import trio
 
+from engine import GameState
 from runner.display import Display, display_for
-from runner.game import Observation, Server
+from runner.game import GameSpec, Observation, Server, Watcher
 from runner.launchers import docker_image
 from runner.ndjson import EventLog, read_resume
 from runner.options import PROGRAM, MatchError, Options, parse_options
+from runner.reproduce import write_reproducer
 from runner.schedule import Schedule
 from runner.scores import Match
+from runner.timing import ServerGames, TimeReport, irregular_loss
 from server.cli import ExitCode, find_exception
 from server.config import ConfigError, load_settings
 
 DEFAULT_HARD_TIMEOUT = 10.0  # the official hard timeout; assumed for a server we did not start
+DEFAULT_SOFT_TIMEOUT = 2.0  # the official soft timeout (the 2 s move clock), assumed likewise
 
 
 async def run(options: Options, match: Match, events: EventLog | None = None) -> int:
@@ -73,6 +82,7 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
                             options.password,
                             options.password_source,
                             DEFAULT_HARD_TIMEOUT,
+                            DEFAULT_SOFT_TIMEOUT,
                         )
                         match.say(f"server: {server.host}:{server.port}")
                     if options.concurrency > 1:
@@ -81,13 +91,46 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
                     if done:
                         match.say(f"resumed: {len(done)} of {options.games} games already played")
 
+                    source = "server" if server.games is not None else "observer"
+                    times = TimeReport(options.names, server.soft_timeout, source)
+                    match.times = times
+
                     async def record(observation: Observation) -> None:
                         replay = await save(options, observation)
                         summary = observation.summary
-                        events.game_end(summary, options.names, observation.move_ms, replay)
+                        game = observation.server_game
+                        result = summary.result if game is None else game.result
+                        loss = irregular_loss(
+                            result, options.names, summary.one, list(observation.crashed)
+                        )
+                        move_ms = observation.move_ms if game is None else list(game.move_ms)
+                        times.add_game(summary.one, move_ms, options.can_timeout, loss)
+                        reproducer = None
+                        if loss is not None and not options.no_reproducers:
+                            reproducer = await trio.to_thread.run_sync(
+                                partial(reproducer_for, options, server, observation, loss)
+                            )
+                            if reproducer is not None:
+                                summary.notes.append(f"reproducer: {reproducer}/repro.sh")
+                        events.game_end(
+                            summary,
+                            options.names,
+                            observation.move_ms,
+                            replay,
+                            server_move_ms=None if game is None else list(game.move_ms),
+                            loss=loss,
+                            reproducer=reproducer,
+                            phases=observation.phases,
+                        )
 
                     schedule = Schedule(
-                        options, match, server, record, done=done, counted=events.stats
+                        options,
+                        match,
+                        server,
+                        record,
+                        done=done,
+                        counted=events.stats,
+                        watch=board_drawer(match) if options.show_board else None,
                     )
                     await schedule.play()
                     match_nursery.cancel_scope.cancel()  # the signal watcher
@@ -96,7 +139,51 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
                 # rooms); a MatchError cancels it instead, which is as good after the bots
                 # are gone.
                 stop_server.set()
-    return ExitCode.INTERRUPTED if interrupted.is_set() else ExitCode.OK
+    if interrupted.is_set():
+        return ExitCode.INTERRUPTED
+    decision = match.sprt_status()
+    return ExitCode.OK if decision is None else decision.exit_code
+
+
+def board_drawer(match: Match) -> Watcher:
+    """Draws each observed state with bots.render (the move just made highlighted)."""
+    from bots.render import render, use_colour
+
+    colour = use_colour(match.out)
+    previous: dict[int, GameState] = {}
+
+    def draw(spec: GameSpec, state: GameState) -> None:
+        one, two = spec.names[spec.one], spec.names[1 - spec.one]
+        board = render(state, colour=colour, previous=previous.get(spec.number))
+        previous[spec.number] = state
+        match.say(
+            f"board of game {spec.number}, turn {state.turn}: {one} (ONE) vs {two} (TWO)\n{board}"
+        )
+
+    return draw
+
+
+def reproducer_for(
+    options: Options, server: Server, observation: Observation, loss: tuple[int, str]
+) -> Path | None:
+    """Write the reproducer folder of an irregular loss (runner.reproduce)."""
+    player, kind = loss
+    try:
+        return write_reproducer(
+            options.reproducer_dir,
+            options.log_dir,
+            observation,
+            options.names,
+            player,
+            kind,
+            options.commands[player],
+            soft_timeout=server.soft_timeout,
+            hard_timeout=server.hard_timeout,
+            can_timeout=options.can_timeout[player],
+        )
+    except OSError as error:
+        observation.summary.notes.append(f"reproducer not written: {error}")
+        return None
 
 
 async def cancel_on_signal(scope: trio.CancelScope, interrupted: trio.Event) -> None:
@@ -147,7 +234,12 @@ async def start_server(
     # The server logs every move: to a file, not between the match's lines.
     configure_logging("console", settings.log_level, stream=log_file, cache=False)
     try:
-        port: int = await nursery.start(partial(serve, settings, stop=stop, handle_signals=False))
+        # The server's recorder hands every finished game (its own move times) to the match:
+        # the runner composes the server; the server knows nothing of the runner.
+        games = ServerGames()
+        port: int = await nursery.start(
+            partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
+        )
     except OSError as error:
         raise MatchError(f"cannot start the server: {error}") from None
     match.say(f"server: 127.0.0.1:{port} in this process, log {log_path}")
@@ -157,6 +249,8 @@ async def start_server(
         settings.password,
         "random",
         settings.hard_timeout,
+        settings.soft_timeout,
+        games,
         settings.unix_socket,
     )
 
@@ -201,6 +295,10 @@ async def save(options: Options, observation: Observation) -> Path | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """The `piranhas-match` command."""
     arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["reproduce"]:
+        from runner import reproduce
+
+        return reproduce.main(arguments[1:])
     try:
         options = parse_options(arguments)
     except MatchError as error:
@@ -212,6 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.games,
         paired=options.seed is not None,
         report_every=options.report_every,
+        sprt=options.sprt,
     )
     events = EventLog(options.ndjson)
     try:
@@ -241,12 +340,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         match.display = Display(match.out)  # the bar is gone: the table prints plainly
         restore_logging(options)
-        outcomes = {int(ExitCode.OK): "done", int(ExitCode.INTERRUPTED): "interrupted"}
-        outcome = outcomes.get(status, "error")
-        events.run_end(outcome, len(match.played), error_text)
+        if error_text is not None:
+            outcome = "error"
+        elif status == ExitCode.INTERRUPTED:
+            outcome = "interrupted"
+        else:
+            outcome = "done"
+        events.run_end(outcome, len(match.played), error_text, match=match)
         events.close()
     if match.played or status == ExitCode.INTERRUPTED:
         match.print_table()
+        if match.played:
+            match.out.write(match.final_figures() + "\n")
+            if match.times is not None:
+                match.out.write(match.times.table() + "\n")
+            match.out.flush()
     if status == ExitCode.INTERRUPTED:
         match.say(f"interrupted after {len(match.played)} of {options.games} games")
     return int(status)

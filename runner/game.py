@@ -11,8 +11,8 @@ import contextlib
 import itertools
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
@@ -26,6 +26,8 @@ from protocol.messages import ErrorPacket, Left, Memento, ResultMessage, RoomErr
 from runner.options import MatchError
 from runner.players import PlayerLauncher, RunningPlayer, exit_description
 from runner.scores import GameSummary
+from runner.timing import ServerGames
+from server.recorder import FinishedGame
 
 PROCESS_EXIT_WAIT = 5.0  # after the result, as the official client
 CRASH_GRACE = 3.0  # a player that exits may have seen the result before the observer did
@@ -41,6 +43,9 @@ class Server:
     password: str | None
     password_source: str
     hard_timeout: float
+    soft_timeout: float = 2.0  # the official value; assumed for a server we did not start
+    # The server in this process hands its finished games (server-measured move times) here.
+    games: ServerGames | None = None
     unix_socket: Path | None = None  # the server's extra listener, for container players
 
 
@@ -67,6 +72,12 @@ class Observation:
     # Milliseconds between consecutive states as the observer received them: each move's
     # time as seen from outside (thinking plus the server's and the network's share).
     move_ms: list[float]
+    # Players whose process ended by itself during the game, with its exit status.
+    crashed: dict[int, int | None] = field(default_factory=dict)
+    # The server's own record of the game (in-process server only).
+    server_game: FinishedGame | None = None
+    # Seconds per phase of the game's slot (runner.game.play_game): where the wall time went.
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,9 @@ class Exited:
 
 
 Event = Received | ServerGone | Exited
+
+# Sees every state the observer receives (e.g. to draw the board).
+Watcher = Callable[[GameSpec, GameState], None]
 
 
 def refusal(packet: ErrorPacket, server: Server) -> MatchError:
@@ -122,10 +136,14 @@ async def play_game(
     server: Server,
     log_dir: Path,
     game_limit: float,
+    watch: Watcher | None = None,
 ) -> Observation:
     """Prepare a room, start both players, observe the game to its end and make sure both
     players are gone afterwards. Raises MatchError when a player dies during the game, the
-    game hangs longer than `game_limit` s, or the server refuses or goes away."""
+    game hangs longer than `game_limit` s, or the server refuses or goes away. A player
+    whose process dies during the game (the server ends it: the player left) is no error:
+    it lost, and `Observation.crashed` says so."""
+    began = trio.current_time()
     slot_players = (spec.one, 1 - spec.one)
     slots = tuple(
         SlotDescriptor(spec.names[player], spec.can_timeout[player], True)
@@ -142,6 +160,8 @@ async def play_game(
     except trio.TooSlowError:
         raise MatchError(f"the server did not answer within {ANSWER_TIMEOUT:g} s") from None
 
+    prepared_at = trio.current_time()
+    launched_at = ended_at = exited_at = math.nan
     players: dict[int, RunningPlayer] = {}
     killed: set[int] = set()
     observed: Observation | None = None
@@ -159,10 +179,13 @@ async def play_game(
                     log_path(log_dir, name, spec.number),
                 )
                 nursery.start_soon(_watch, players[player], player, send_events)
-            observed = await _observe(spec, server, room, log_dir, events, game_limit)
+            launched_at = trio.current_time()
+            observed = await _observe(spec, server, room, log_dir, events, game_limit, watch)
+            ended_at = trio.current_time()
             with trio.move_on_after(PROCESS_EXIT_WAIT):
                 for running in players.values():
                     await running.wait()
+            exited_at = trio.current_time()
         finally:
             if observed is None:
                 # A crash, a hang or Ctrl+C: the room must not wait for players that are gone.
@@ -177,20 +200,30 @@ async def play_game(
                 if await running.stop():
                     killed.add(player)
             nursery.cancel_scope.cancel()  # the reader and the watchers
+    first_state = observed.phases.pop("first_state", launched_at)
+    observed.phases = {
+        "prepare": prepared_at - began,  # runner: prepare and observe the room
+        "launch": launched_at - prepared_at,  # runner: start the bot processes
+        "startup": first_state - launched_at,  # bots: connect and join
+        "game": ended_at - first_state,  # the game, to the room's <left>
+        "exit": exited_at - ended_at,  # bots: exit after the game
+        "cleanup": trio.current_time() - exited_at,  # runner: reap, stop leftovers
+    }
     summary = observed.summary
     # The server may notice a crashed bot's closed socket (and end the game with a result)
     # before we see the process exit: a bot whose process ended by itself and whose leaving
     # ended the game died during it.
     crashed_players = {
-        player: exit_description(running)
+        player: running.returncode
         for player, running in players.items()
         if player not in killed and left_the_game(summary.result.reason, spec.names[player])
     }
-    if crashed_players:
-        _crashed(spec, log_dir, crashed_players, summary.result.reason)
+    observed.crashed = crashed_players
     for player, running in players.items():
         name = spec.names[player]
-        if player in killed:
+        if player in crashed_players:
+            summary.notes.append(f"{name} crashed ({exit_description(running)})")
+        elif player in killed:
             summary.notes.append(f"{name} still running after {PROCESS_EXIT_WAIT:g} s: killed")
         elif running.returncode:
             summary.notes.append(f"{name} exited with {exit_description(running)}")
@@ -223,6 +256,7 @@ async def _observe(
     log_dir: Path,
     events: trio.MemoryReceiveChannel[Event],
     game_limit: float,
+    watch: Watcher | None = None,
 ) -> Observation:
     """Read the room's messages until its result and `<left>`. Raises MatchError when a
     player process dies during the game or the game takes longer than `game_limit`."""
@@ -266,6 +300,8 @@ async def _observe(
             if turn is None and spec.seed is not None:
                 seeded_board = message.state.rows() == GameState.initial(spec.seed).rows()
             turn = message.state.turn
+            if watch is not None:
+                watch(spec, message.state)
         elif isinstance(message, ResultMessage):
             result = message
             # A player whose process ended before the observer saw the result may have had
@@ -276,20 +312,21 @@ async def _observe(
     seed = spec.seed if seeded_board else None
     summary = GameSummary(number, spec.one, room, result.result, turn, seed)
     move_ms = [(b - a) * 1000 for a, b in itertools.pairwise(state_times)]
-    return Observation(summary, packets, started, seeded_board, move_ms)
+    observation = Observation(summary, packets, started, seeded_board, move_ms)
+    if state_times:
+        observation.phases["first_state"] = state_times[0]
+    return observation
 
 
 def _crashed(
     spec: GameSpec,
     log_dir: Path,
     exited: Mapping[int, str],
-    reason: str | None = None,
 ) -> NoReturn:
     details = ", ".join(f"{spec.names[player]} ({how})" for player, how in sorted(exited.items()))
     logs = ", ".join(
         str(log_path(log_dir, spec.names[player], spec.number)) for player in sorted(exited)
     )
-    because = f" ({reason})" if reason else ""
     raise MatchError(
-        f"player process exited before game {spec.number} ended: {details}{because}; see {logs}"
+        f"player process exited before game {spec.number} ended: {details}; see {logs}"
     )

@@ -10,14 +10,24 @@ Events (every one has `event` and `time`, ISO 8601 UTC):
   else null), `winner` (a name or null), `regular`, `reason`, `siegpunkte` and
   `schwarmgroesse` (slot order), `turn`, `move_ms` (the observer's time between consecutive
   states: a move's time as the runner saw it), `replay` (path or null), `notes`;
-- `stats`: player1's `wins`, `draws`, `losses` and, with paired boards, the `pentanomial`
-  counts over finished pairs [LL, LD, DD+WL, WD, WW] (player1's points per pair 0 … 2);
-- `run_end`: `status` (`done`, `interrupted`, `error`), `played`, `error` (a message or null).
+  `server_move_ms` (the server's own measurement, in-process server only, else null),
+  `irregular_loss` ({`player`, `kind`} or null), `reproducer` (its folder or null),
+  `phases_ms` (where the game's wall time went: `prepare`, `launch`, `cleanup` are the
+  runner's; `startup`, `exit` the bots'; `game` the game itself);
+- `stats`: player1's `wins`, `draws`, `losses`, `siegpunkte` [player1, player2], `elo`,
+  `elo_error` (95 %), `nelo`, `nelo_error`, `los`, `draw_ratio` (null when not finite) and,
+  with paired boards, the `pentanomial` counts over finished pairs [LL, LD, DD+WL, WD, WW]
+  (player1's points per pair 0 … 2); with --sprt `sprt` {`test`, `llr`, `bounds`, `status`};
+- `run_end`: `status` (`done`, `interrupted`, `error`), `played`, `error` (a message or null),
+  `stats` (as above) and `times` (per bot: moves, p50/p95/p99/max ms, near misses,
+  timeouts, crashes, violations by kind, over the games this invocation played; `source`
+  says who measured).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +52,13 @@ class EventLog:
             return
         try:
             self._file = self.path.open("a", encoding="utf-8")
+            # An interrupted write may have left a torn last line: end it, so the next event
+            # starts a line of its own.
+            if self._file.tell() > 0:
+                with self.path.open("rb") as existing:
+                    existing.seek(-1, 2)
+                    if existing.read(1) != b"\n":
+                        self._file.write("\n")
         except OSError as error:
             raise MatchError(f"cannot write {self.path}: {error}") from None
 
@@ -76,6 +93,11 @@ class EventLog:
         names: tuple[str, str],
         move_ms: list[float],
         replay: Path | None,
+        *,
+        server_move_ms: list[float] | None = None,
+        loss: tuple[int, str] | None = None,
+        reproducer: Path | None = None,
+        phases: dict[str, float] | None = None,
     ) -> None:
         """One finished game."""
         result = summary.result
@@ -96,27 +118,69 @@ class EventLog:
             schwarmgroesse=[swarm for _, (_points, swarm) in result.scores],
             turn=summary.turn,
             move_ms=[round(ms, 3) for ms in move_ms],
+            server_move_ms=server_move_ms,
+            irregular_loss=None if loss is None else {"player": names[loss[0]], "kind": loss[1]},
+            reproducer=None if reproducer is None else str(reproducer),
+            phases_ms={name: round(seconds * 1000, 3) for name, seconds in (phases or {}).items()},
             replay=None if replay is None else str(replay),
             notes=summary.notes,
         )
 
     def stats(self, match: Match) -> None:
         """The tally so far, from player1's side."""
-        losses, draws, wins = match.trinomial()
-        fields: dict[str, Any] = {
-            "games": len(match.played),
-            "wins": wins,
-            "draws": draws,
-            "losses": losses,
-        }
-        pentanomial = match.pentanomial()
-        if pentanomial is not None:
-            fields["pentanomial"] = list(pentanomial)
-        self.write("stats", **fields)
+        self.write("stats", **stats_fields(match))
 
-    def run_end(self, status: str, played: int, error: str | None = None) -> None:
-        """The end of the run (also after Ctrl+C or an error)."""
-        self.write("run_end", status=status, played=played, error=error)
+    def run_end(
+        self, status: str, played: int, error: str | None = None, match: Match | None = None
+    ) -> None:
+        """The end of the run (also after Ctrl+C or an error), with the final figures and
+        the move times when there is a match."""
+        fields: dict[str, Any] = {}
+        if match is not None:
+            fields["stats"] = stats_fields(match)
+            if match.times is not None:
+                fields["times"] = match.times.figures()
+        self.write("run_end", status=status, played=played, error=error, **fields)
+
+
+def finite(value: float) -> float | None:
+    """JSON has no NaN or infinity: null."""
+    return round(value, 4) if math.isfinite(value) else None
+
+
+def stats_fields(match: Match) -> dict[str, Any]:
+    """Player1's tally and figures: W/D/L, Siegpunkte, Elo ± 95 % CI, nElo, LOS, draw
+    ratio, the pentanomial with paired boards, the SPRT's LLR and state with --sprt."""
+    losses, draws, wins = match.trinomial()
+    figures = match.estimate()
+    fields: dict[str, Any] = {
+        "games": len(match.played),
+        "wins": wins,
+        "draws": draws,
+        "losses": losses,
+        "siegpunkte": [score.points for score in match.scores],
+        "elo": finite(figures.elo),
+        "elo_error": finite(figures.elo_error),
+        "nelo": finite(figures.nelo),
+        "nelo_error": finite(figures.nelo_error),
+        "los": finite(figures.los),
+        "draw_ratio": finite(figures.draw_ratio),
+    }
+    pentanomial = match.pentanomial()
+    if pentanomial is not None:
+        fields["pentanomial"] = list(pentanomial)
+    if match.sprt is not None:
+        pairs = match.pairs()
+        counts = match.counts() if pairs is None else pairs
+        status = match.sprt_status()
+        lower, upper = match.sprt.bounds
+        fields["sprt"] = {
+            "test": str(match.sprt),
+            "llr": finite(match.sprt.llr(counts)),
+            "bounds": [round(lower, 4), round(upper, 4)],
+            "status": None if status is None else status.value,
+        }
+    return fields
 
 
 @dataclass

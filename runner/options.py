@@ -6,13 +6,17 @@ import argparse
 import os
 import shlex
 import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.stats import Sprt
 from server.config import DEFAULT_PASSWORD, PROPERTIES_FILE, ConfigError, load_settings
 
 PROGRAM = "piranhas-match"
+DEMO_PLAYERS = ("builtin:search --budget 0.3", "builtin:greedy")
+DEMO_GAMES = 2
 
 
 class MatchError(Exception):
@@ -41,6 +45,15 @@ class Options:
     report_every: int = 10  # a block of figures every N games
     ndjson: Path | None = None  # the event stream
     resume: Path | None = None  # continue the run whose event stream this is
+    sprt: Sprt | None = None  # stop early when it accepts a hypothesis
+    reproducers: Path | None = None  # None: DIR/reproducers next to the bot logs
+    no_reproducers: bool = False
+    show_board: bool = False  # draw every observed state
+
+    @property
+    def reproducer_dir(self) -> Path:
+        """Where the reproducers of irregular losses go."""
+        return self.reproducers if self.reproducers is not None else self.log_dir / "reproducers"
 
 
 def hardware_threads() -> int:
@@ -69,15 +82,32 @@ def build_parser() -> argparse.ArgumentParser:
             "appended (the contest convention; socha's Starter and the Java player accept it). "
             "The starting side alternates: player1 moves first in games 1, 3, 5, ..."
         ),
+        epilog=(
+            "Put a bot back into the position of an irregular loss: "
+            f"'{PROGRAM} reproduce DIR [--bot COMMAND]' with DIR a reproducer folder "
+            "(exit status 0: the failure happened again, 1: it did not). "
+            "Exit status of a match: 0 done (with --sprt: H1 accepted), 1 H0 accepted, "
+            "3 SPRT inconclusive, 2 error, 130 interrupted."
+        ),
     )
     parser.add_argument(
         "--player1",
-        required=True,
         metavar="COMMAND",
-        help="first bot command, or docker:IMAGE for a bot image run sandboxed like the "
-        "contest's (docs/sandbox.md)",
+        help="first bot command (builtin:random|greedy|search [OPTIONS] for a built-in bot, "
+        "docker:IMAGE for a bot image sandboxed like the contest's: docs/sandbox.md)",
     )
-    parser.add_argument("--player2", required=True, metavar="COMMAND", help="second bot command")
+    parser.add_argument("--player2", metavar="COMMAND", help="second bot command")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help=f"watch the built-in bots play: {DEMO_PLAYERS[0]!r} against {DEMO_PLAYERS[1]!r}, "
+        f"{DEMO_GAMES} games on this process's server, the board drawn after every move",
+    )
+    parser.add_argument(
+        "--show-board",
+        action="store_true",
+        help="draw the board after every move (the observer's view; best with --concurrency 1)",
+    )
     parser.add_argument(
         "--games",
         "-t",
@@ -172,6 +202,25 @@ def build_parser() -> argparse.ArgumentParser:
         "counted, not played again; new events go to FILE too (unless --ndjson names another)",
     )
     parser.add_argument(
+        "--sprt",
+        default=None,
+        metavar="elo0=E0,elo1=E1[,alpha=A,beta=B,model=normalized|logistic]",
+        help="sequential test of H0: Elo = E0 against H1: Elo = E1 (player1's view; alpha "
+        "and beta default to 0.05, the model to normalized, i.e. nElo): the run stops as soon "
+        "as one is accepted (after a finished pair with --seed). Exit status 0: H1 accepted, "
+        "1: H0 accepted, 3: inconclusive after --games games",
+    )
+    parser.add_argument(
+        "--reproducers",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="for each game a bot lost by a timeout, crash or illegal move, a folder in DIR "
+        "with the position, the replay, the bot's log and repro.sh, which puts the bot in that "
+        "position again (default: LOG_DIR/reproducers)",
+    )
+    parser.add_argument("--no-reproducers", action="store_true", help="write no reproducer folders")
+    parser.add_argument(
         "--save-replay", action="store_true", help="save a replay of every game (official format)"
     )
     parser.add_argument(
@@ -196,6 +245,20 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
     """Raises SystemExit (argparse) for unusable options, MatchError for bad values.
     `threads`: the hardware threads to plan for (default: this machine's)."""
     arguments = build_parser().parse_args(list(argv))
+    if arguments.demo:
+        for index, flag in enumerate(("player1", "player2")):
+            if getattr(arguments, flag) is None:
+                setattr(arguments, flag, DEMO_PLAYERS[index])
+                name = "name1" if index == 0 else "name2"
+                if getattr(arguments, name) == flag:  # the default name: say which bot
+                    setattr(arguments, name, DEMO_PLAYERS[index].split()[0].split(":")[1])
+        if "--games" not in argv and "-t" not in argv and "--tests" not in argv:
+            arguments.games = DEMO_GAMES
+        arguments.concurrency = 1
+        arguments.show_board = True
+    for flag in ("player1", "player2"):
+        if getattr(arguments, flag) is None:
+            raise MatchError(f"--{flag} is required (or --demo)")
     if arguments.games < 1:
         raise MatchError(f"--games must be at least 1, got {arguments.games}")
     if arguments.port is None and (arguments.host is not None or arguments.password is not None):
@@ -206,6 +269,12 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         raise MatchError(f"--game-timeout must be positive, got {arguments.game_timeout}")
     if arguments.report_every < 0:
         raise MatchError(f"--report-every must be 0 or more, got {arguments.report_every}")
+    sprt = None
+    if arguments.sprt is not None:
+        try:
+            sprt = Sprt.parse(arguments.sprt)
+        except ValueError as error:
+            raise MatchError(f"--sprt: {error}") from None
     threads = hardware_threads() if threads is None else threads
     concurrency = arguments.concurrency
     if concurrency is None:
@@ -251,6 +320,10 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         report_every=arguments.report_every,
         ndjson=arguments.ndjson or arguments.resume,
         resume=arguments.resume,
+        sprt=sprt,
+        reproducers=arguments.reproducers,
+        no_reproducers=arguments.no_reproducers,
+        show_board=arguments.show_board,
     )
 
 
@@ -267,6 +340,8 @@ def player_command(text: str, flag: str) -> list[str]:
         raise MatchError(f"{flag}: cannot parse {text!r}: {error}") from None
     if not argv:
         raise MatchError(f"{flag}: the player command is empty")
+    if argv[0].startswith(BUILTIN):
+        return builtin_command(argv, flag)
     if len(argv) == 1 and argv[0].endswith(".jar"):
         if not Path(argv[0]).is_file():
             raise MatchError(f"{flag}: {argv[0]}: no such file")
@@ -275,6 +350,22 @@ def player_command(text: str, flag: str) -> list[str]:
         what = "not executable" if Path(argv[0]).exists() else "not found"
         raise MatchError(f"{flag}: command {argv[0]!r} {what} (from {text!r})")
     return argv
+
+
+BUILTIN = "builtin:"
+
+
+def builtin_command(argv: list[str], flag: str) -> list[str]:
+    """`builtin:NAME [OPTIONS]`: the built-in bot NAME as a process, `piranhas-bot --bot
+    NAME OPTIONS` (run with this interpreter, so no PATH lookup), e.g.
+    `builtin:search --budget 0.2`. A process like any bot: the same launcher, logs,
+    timeouts and reproducers."""
+    from bots.players import BOT_NAMES
+
+    name = argv[0].removeprefix(BUILTIN)
+    if name not in BOT_NAMES:
+        raise MatchError(f"{flag}: unknown built-in bot {name!r} (known: {', '.join(BOT_NAMES)})")
+    return [sys.executable, "-m", "bots.cli", "--bot", name, *argv[1:]]
 
 
 def distinct_names(name1: str, name2: str) -> tuple[str, str]:

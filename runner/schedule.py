@@ -14,11 +14,12 @@ import trio
 
 from client import ClientSession, ConnectionClosed
 from engine import ROUND_LIMIT
-from runner.game import GameSpec, Observation, Server, play_game
+from runner.game import GameSpec, Observation, Server, Watcher, play_game
 from runner.launchers import launcher_for
 from runner.options import MatchError, Options
 from runner.players import PlayerLauncher
 from runner.scores import Match, first_player
+from runner.stats import SprtStatus
 
 GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
 
@@ -58,6 +59,7 @@ class Schedule:
         *,
         done: frozenset[int] = frozenset(),
         counted: Callable[[Match], None] | None = None,
+        watch: Watcher | None = None,
     ) -> None:
         """`record` is awaited for each finished game before it is counted, `counted` is
         called after; game numbers in `done` were played by an earlier run (--resume)."""
@@ -70,8 +72,11 @@ class Schedule:
             launcher_for(options.commands[1], server.unix_socket),
         )
         self.counted = counted
+        self.watch = watch
         self.pending = [index for index in range(options.games) if index + 1 not in done]
         self.paired = options.seed is not None  # until the server shows it ignores seeds
+        self.decided: SprtStatus | None = None  # the SPRT's decision, once made
+        self._nursery: trio.Nursery | None = None
         # A game has at most 2 * ROUND_LIMIT moves, each at most a hard timeout long.
         self.game_limit = (
             options.game_timeout or 2 * ROUND_LIMIT * server.hard_timeout + GAME_MARGIN
@@ -80,8 +85,14 @@ class Schedule:
     async def play(self) -> None:
         """Play every game; raises MatchError on the first failure (the other games are
         cancelled and their players stopped)."""
+        decision = self.match.sprt_status()
+        if decision is not None and decision is not SprtStatus.CONTINUE:
+            self.match.say(f"SPRT: {decision.value} accepted already by the resumed games")
+            self.decided = decision
+            return
         try:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 for _ in range(min(self.options.concurrency, len(self.pending))):
                     nursery.start_soon(self._worker)
         except BaseExceptionGroup as group:
@@ -90,6 +101,21 @@ class Schedule:
             if failures is None or others is not None:
                 raise
             raise first_leaf(failures) from None
+
+    def _stop_early(self, decision: SprtStatus) -> None:
+        """The SPRT accepted a hypothesis: no more games; games still running are cancelled
+        (their rooms and bots cleaned up), uncounted."""
+        if self.decided is not None:
+            return
+        self.decided = decision
+        running = len(self.match.played)
+        self.match.say(
+            f"SPRT: {decision.value} accepted after {running} games; stopping "
+            f"({len(self.pending)} games not played)"
+        )
+        self.pending.clear()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
 
     async def _worker(self) -> None:
         server = self.server
@@ -109,7 +135,13 @@ class Schedule:
                 index = self.pending.pop(0)
                 spec = game_spec(self.options, index, paired=self.paired)
                 observation = await play_game(
-                    spec, self.launchers, admin, server, self.options.log_dir, self.game_limit
+                    spec,
+                    self.launchers,
+                    admin,
+                    server,
+                    self.options.log_dir,
+                    self.game_limit,
+                    self.watch,
                 )
                 if observation.seeded_board is False and self.paired:
                     self.paired = False
@@ -117,9 +149,14 @@ class Schedule:
                         "note: the server ignores the board seed of <prepare> (not this "
                         "project's server?): boards are random, games are not paired"
                     )
+                if server.games is not None:
+                    observation.server_game = server.games.take(observation.summary.room_id)
                 await self.record(observation)
                 self.match.record(observation.summary)
                 if self.counted is not None:
                     self.counted(self.match)
+                decision = self.match.sprt_status()
+                if decision is not None and decision is not SprtStatus.CONTINUE:
+                    self._stop_early(decision)
         finally:
             await admin.aclose()

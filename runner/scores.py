@@ -10,6 +10,9 @@ from typing import TextIO
 
 from engine import GameResult, Team
 from runner.display import Display
+from runner.report import figures_block, sprt_conclusion
+from runner.stats import Estimate, Pentanomial, Sprt, SprtStatus, Trinomial, estimate
+from runner.timing import TimeReport
 
 
 @dataclass
@@ -76,6 +79,8 @@ class Match:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     report_every: int = 0  # a block of figures every N counted games (0 = never)
     display: Display = field(init=False)
+    sprt: Sprt | None = None  # --sprt: stop as soon as it accepts a hypothesis
+    times: TimeReport | None = None  # move times and irregular losses per bot
 
     def __post_init__(self) -> None:
         self.scores = (PlayerScore(self.names[0]), PlayerScore(self.names[1]))
@@ -90,8 +95,7 @@ class Match:
         """Count a finished game and print its line."""
         self.restore(game)
         self.display.line(game_line(game, self.names, self.games))
-        losses, draws, wins = self.trinomial()
-        self.display.progress(len(self.played), self.games, f"+{wins} ={draws} -{losses}")
+        self.display.progress(len(self.played), self.games, self.running_figures())
         count = len(self.played)
         if self.report_every and count % self.report_every == 0 and count < self.games:
             self.display.line(self.counts_block())
@@ -106,6 +110,49 @@ class Match:
         """Player1's (losses, draws, wins)."""
         first = self.scores[0]
         return first.losses, first.draws, first.wins
+
+    def counts(self) -> Trinomial:
+        """Player1's per-game counts."""
+        losses, draws, wins = self.trinomial()
+        return Trinomial(losses, draws, wins)
+
+    def pairs(self) -> Pentanomial | None:
+        """With paired boards: player1's counts over the finished pairs (WL tracked)."""
+        if not self.paired:
+            return None
+        points = {game.number: player1_points(game) for game in self.played}
+        total = Pentanomial(wl=0)
+        for number in sorted(points):
+            second = points.get(number + 1)
+            if number % 2 == 1 and second is not None:
+                total = total + Pentanomial.of_pair(points[number], second)
+        return total
+
+    def estimate(self) -> Estimate:
+        """Elo, nElo, LOS, draw ratio so far: from the pairs with paired boards (as fastchess),
+        else from the games."""
+        pairs = self.pairs()
+        return estimate(self.counts() if pairs is None else pairs)
+
+    def sprt_status(self) -> SprtStatus | None:
+        """The SPRT's state (None without --sprt). With paired boards only finished pairs
+        count, so a decision falls after a pair."""
+        if self.sprt is None:
+            return None
+        pairs = self.pairs()
+        return self.sprt.status(self.counts() if pairs is None else pairs)
+
+    def running_figures(self) -> str:
+        """The progress bar's summary: W/D/L, Elo ± and LOS (and the LLR with --sprt)."""
+        losses, draws, wins = self.trinomial()
+        text = f"+{wins} ={draws} -{losses}"
+        figures = self.estimate()
+        if len(self.played) >= 2:
+            text += f"  Elo {figures.elo:.1f} ± {figures.elo_error:.1f}  LOS {figures.los:.1%}"
+        if self.sprt is not None:
+            pairs = self.pairs()
+            text += f"  LLR {self.sprt.llr(self.counts() if pairs is None else pairs):.2f}"
+        return text
 
     def pentanomial(self) -> tuple[int, int, int, int, int] | None:
         """With paired boards: over the pairs whose two games (2p+1, 2p+2) are both finished,
@@ -125,22 +172,26 @@ class Match:
         self.display.line(text)
 
     def counts_block(self) -> str:
-        """The figures so far, from player1's side (fastchess layout)."""
-        losses, draws, wins = self.trinomial()
-        played = len(self.played)
-        points = wins + draws / 2
-        ratio = points / played * 100 if played else 0.0
+        """The figures so far, from player1's side (fastchess layout: Elo, nElo, LOS, draw
+        ratio, W/L/D, pentanomial, LLR)."""
         rule = "-" * 50
-        lines = [
-            rule,
-            f"Results of {self.names[0]} vs {self.names[1]} ({played} of {self.games} games):",
-            f"Wins: {wins}, Losses: {losses}, Draws: {draws}, Points: {points:g} ({ratio:.2f} %)",
-        ]
-        pentanomial = self.pentanomial()
-        if pentanomial is not None:
-            lines.append(f"Ptnml(0-2): [{', '.join(str(n) for n in pentanomial)}]")
-        lines.append(rule)
-        return "\n".join(lines)
+        block = figures_block(
+            self.names[0],
+            self.names[1],
+            self.counts(),
+            self.pairs(),
+            self.sprt,
+            conditions=f"{len(self.played)} of {self.games} games",
+        )
+        return f"{rule}\n{block}\n{rule}"
+
+    def final_figures(self) -> str:
+        """The figures block for the end of the run, with the SPRT's conclusion."""
+        text = self.counts_block()
+        status = self.sprt_status()
+        if status is not None:
+            text += "\n" + sprt_conclusion(status)
+        return text
 
     def print_table(self) -> None:
         """The final table, as the official TestClient prints it (plus violations)."""

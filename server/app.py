@@ -56,9 +56,9 @@ async def serve(
     returns; a second signal only shortens the wait for clients to take their last messages.
 
     The soft descriptor limit is raised to the hard one; `descriptor_limit` replaces what that
-    gives (tests), and the connection cap is lowered to keep a reserve of descriptors.
-    `sinks` get every finished game after the server's own (results log) — how an embedding
-    program (the match runner, a league) learns the server-measured move times."""
+    gives (tests), and the connection cap is lowered to keep a reserve of descriptors. `sinks`
+    get every finished game after the server's own (results log): how an embedding program
+    (the match runner) learns the server-measured move times."""
     stop = stop if stop is not None else trio.Event()
     if descriptor_limit is None:
         descriptor_limit = raise_descriptor_limit()

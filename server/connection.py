@@ -36,22 +36,13 @@ from protocol import NEED_DATA, NeedData, ProtocolLimits, RemoteProtocolError, S
 from protocol.events import CloseRequest, StreamEnd
 from protocol.messages import CloseConnection, ErrorPacket, ServerMessage
 from server.config import Settings
-from server.lobby import (
-    LOST_CONNECTION,
-    PROTOCOL_ERROR,
-    RECEIVED_DISCONNECT,
-    TIMEOUT,
-    UNKNOWN,
-    Lobby,
-)
+from server.lobby import DisconnectCause, Lobby
 from server.transport import Transport, transport_for
 
 log = structlog.get_logger("server.connection")
 
 # After the connection ends, queued messages and "</protocol>" get this long to go out.
 CLOSE_GRACE = 5.0
-# The server closes this connection deliberately (shutdown); reported like the official one.
-INITIATED_DISCONNECT = "INITIATED_DISCONNECT"
 # Packets a connection in a game (or an admin) handles before it lets the others run.
 PACKETS_PER_TURN = 16
 # An anonymous packet handled faster than this (any legitimate one) is not rationed.
@@ -104,7 +95,7 @@ class Connection:
         self._accepting = True  # the lobby may still queue messages
         self._read_scope = trio.CancelScope()
         self._write_scope = trio.CancelScope()
-        self._stop_cause: str | None = None  # why the server ended the reading
+        self._stop_cause: DisconnectCause | None = None  # why the server ended the reading
         self._abort = False  # drop what is queued: the client cannot take it
         self._left_lobby = False
         self._opened_at = 0.0
@@ -126,6 +117,8 @@ class Connection:
     # ------------------------------------------------------------------ Peer
 
     def send(self, message: ServerMessage, on_sent: Callable[[float], None] | None = None) -> None:
+        """Queue `message` for this client (written at once while nothing is queued); `on_sent`
+        gets the time it left. Never blocks; a client that does not read is dropped."""
         if not self._accepting:
             return
         try:
@@ -134,7 +127,7 @@ class Connection:
             data = self._protocol.send(message)
         except Exception:
             log.exception("cannot render a message", peer=self.name, message=repr(message))
-            self._stop(UNKNOWN, abort=True)
+            self._stop(DisconnectCause.UNKNOWN, abort=True)
             return
         if isinstance(message, ErrorPacket):
             self._count_refusal()
@@ -142,7 +135,7 @@ class Connection:
             try:
                 written = self._transport.try_write(data)
             except trio.BrokenResourceError:
-                self._stop(LOST_CONNECTION, abort=True)
+                self._stop(DisconnectCause.LOST_CONNECTION, abort=True)
                 return
             if written == len(data):
                 if on_sent is not None:
@@ -160,7 +153,7 @@ class Connection:
                 queued_messages=self._backlog,
                 queued_bytes=self._queued_bytes,
             )
-            self._stop(LOST_CONNECTION, abort=True)
+            self._stop(DisconnectCause.LOST_CONNECTION, abort=True)
             return
         try:
             self._outbox_in.send_nowait((data, on_sent, trio.current_time()))
@@ -172,7 +165,7 @@ class Connection:
 
     def close(self) -> None:
         """End the connection from the server side, after what is queued went out."""
-        self._stop(INITIATED_DISCONNECT)
+        self._stop(DisconnectCause.INITIATED_DISCONNECT)
 
     def _count_refusal(self) -> None:
         """An anonymous connection that keeps sending refused requests only costs the server:
@@ -185,16 +178,17 @@ class Connection:
             log.warning(
                 "too many refused requests, closing", peer=self.name, refused=self._refusals
             )
-            self._stop(PROTOCOL_ERROR)
+            self._stop(DisconnectCause.PROTOCOL_ERROR)
 
     # ------------------------------------------------------------------ serving
 
     async def run(self) -> None:
+        """Serve this connection until it ends: read, hand packets to the lobby, write."""
         self._lobby.connect(self)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._write_loop)
-                cause = UNKNOWN
+                cause = DisconnectCause.UNKNOWN
                 with self._read_scope:
                     cause = await self._read_loop()
                 if self._stop_cause is not None:
@@ -208,10 +202,10 @@ class Connection:
                     self._write_scope.cancel()
         finally:
             # Cancelled from outside (server stop): the lobby must still forget this peer.
-            self._leave_lobby(INITIATED_DISCONNECT)
+            self._leave_lobby(DisconnectCause.INITIATED_DISCONNECT)
             await self._transport.aclose()
 
-    def _leave_lobby(self, cause: str) -> None:
+    def _leave_lobby(self, cause: DisconnectCause) -> None:
         self._accepting = False
         if self._left_lobby:
             return
@@ -221,7 +215,7 @@ class Connection:
         except Exception:
             log.exception("lobby failed to handle a disconnect", peer=self.name)
 
-    def _stop(self, cause: str, *, abort: bool = False) -> None:
+    def _stop(self, cause: DisconnectCause, *, abort: bool = False) -> None:
         if self._stop_cause is None:
             self._stop_cause = cause
         self._accepting = False
@@ -247,7 +241,7 @@ class Connection:
             deadline = min(deadline, packet_deadline)
         return deadline
 
-    async def _read_loop(self) -> str:
+    async def _read_loop(self) -> DisconnectCause:
         """Feed the lobby until the stream ends; return the official disconnect cause.
 
         The deadlines apply only while waiting for the client's bytes: time its packets spend
@@ -262,7 +256,7 @@ class Connection:
                 try:
                     data, received_at = await self._transport.receive()
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    return LOST_CONNECTION
+                    return DisconnectCause.LOST_CONNECTION
             if waiting.cancelled_caught:
                 cause = self._deadline_passed()
                 if cause is not None:
@@ -272,7 +266,7 @@ class Connection:
             self._note_received(data, received_at)
             self._protocol.receive_data(data)
 
-    def _deadline_passed(self) -> str | None:
+    def _deadline_passed(self) -> DisconnectCause | None:
         """A read deadline fired: the cause to close with, or None to go on reading."""
         settings = self._settings
         now = trio.current_time()
@@ -284,7 +278,7 @@ class Connection:
             and now >= self._opened_at + settings.protocol_deadline
         ):
             log.info("no <protocol> in time, closing", peer=self.name)
-            return TIMEOUT
+            return DisconnectCause.TIMEOUT
         if (
             self._partial_since is not None
             and settings.packet_deadline
@@ -292,7 +286,7 @@ class Connection:
             and now >= self._partial_since + settings.packet_deadline
         ):
             log.info("unfinished packet, closing", peer=self.name)
-            return TIMEOUT
+            return DisconnectCause.TIMEOUT
         idle_timeout = settings.idle_timeout or math.inf
         if now - self._last_activity < idle_timeout:
             return None
@@ -303,9 +297,9 @@ class Connection:
             return None
         log.info("closing idle connection", peer=self.name, seconds=idle_timeout)
         self.send(CloseConnection())
-        return TIMEOUT
+        return DisconnectCause.TIMEOUT
 
-    async def _handle_buffered(self) -> str | None:
+    async def _handle_buffered(self) -> DisconnectCause | None:
         """Handle the packets buffered so far; a disconnect cause when the stream ends."""
         lobby = self._lobby
         handled = 0
@@ -354,35 +348,35 @@ class Connection:
             # Reset when these bytes complete a packet (`_next_packet`).
             self._partial_since = received_at
 
-    def _next_packet(self) -> str | NeedData | None:
+    def _next_packet(self) -> DisconnectCause | NeedData | None:
         """Handle the next buffered packet: NEED_DATA when there is none, a disconnect cause
         when the stream ends, None after a packet was handled."""
         try:
             event = self._protocol.next_event()
         except RemoteProtocolError as error:
             if error.eof:
-                return LOST_CONNECTION
+                return DisconnectCause.LOST_CONNECTION
             log.info("protocol error", peer=self.name, error=error.message)
             self.send(ErrorPacket(error.message, None))
-            return PROTOCOL_ERROR
+            return DisconnectCause.PROTOCOL_ERROR
         if event is NEED_DATA:
             return NEED_DATA
         received_at = self._received_at
         self._partial_since = None
         self._last_activity = trio.current_time()
         if isinstance(event, CloseRequest):
-            return RECEIVED_DISCONNECT
+            return DisconnectCause.RECEIVED_DISCONNECT
         if isinstance(event, StreamEnd):
             # The official server sees the client's </protocol> as a lost connection.
-            return LOST_CONNECTION
+            return DisconnectCause.LOST_CONNECTION
         try:
             # The move's time ended when its bytes arrived, before any work by the server.
             self._lobby.handle(self, event, received_at)
         except Exception:
-            # A bug must cost only this connection (official: cause UNKNOWN).
+            # A bug must cost only this connection (official: cause DisconnectCause.UNKNOWN).
             log.exception("handling a packet failed", peer=self.name, packet=repr(event))
             self.send(ErrorPacket("Internal server error while handling the request", event))
-            return UNKNOWN
+            return DisconnectCause.UNKNOWN
         return None
 
     # ------------------------------------------------------------------ writing
@@ -413,7 +407,7 @@ class Connection:
                             peer=self.name,
                             queued_bytes=self._queued_bytes,
                         )
-                        self._stop(LOST_CONNECTION, abort=True)
+                        self._stop(DisconnectCause.LOST_CONNECTION, abort=True)
                         return
                     sent_at = trio.current_time()
                     self._backlog -= len(batch)
@@ -426,7 +420,7 @@ class Connection:
                     await trio.lowlevel.checkpoint()
                 await transport.send_all(protocol.close())
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._stop(LOST_CONNECTION, abort=True)
+                self._stop(DisconnectCause.LOST_CONNECTION, abort=True)
             except Exception:
                 log.exception("writing to the client failed", peer=self.name)
-                self._stop(UNKNOWN, abort=True)
+                self._stop(DisconnectCause.UNKNOWN, abort=True)

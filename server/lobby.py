@@ -76,13 +76,19 @@ MAX_SLOTS = 2
 
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"
 
-# DisconnectCause names of the official server (docs/protocol.md §6.4), used in LEFT violations.
-RECEIVED_DISCONNECT = "RECEIVED_DISCONNECT"
-LOST_CONNECTION = "LOST_CONNECTION"
-PROTOCOL_ERROR = "PROTOCOL_ERROR"
-NOT_CONNECTED = "NOT_CONNECTED"
-TIMEOUT = "TIMEOUT"
-UNKNOWN = "UNKNOWN"
+
+class DisconnectCause(enum.StrEnum):
+    """Why a connection ended: the official server's DisconnectCause names (§6.4), which a
+    LEFT violation carries as its detail (a StrEnum, so it is that text wherever a str goes)."""
+
+    RECEIVED_DISCONNECT = "RECEIVED_DISCONNECT"  # the client said <close/>
+    LOST_CONNECTION = "LOST_CONNECTION"  # the stream ended, broke, or the client stopped reading
+    PROTOCOL_ERROR = "PROTOCOL_ERROR"  # the client sent what the protocol does not allow
+    NOT_CONNECTED = "NOT_CONNECTED"  # a slot nobody ever joined
+    TIMEOUT = "TIMEOUT"  # idle, or a deadline of the connection passed
+    UNKNOWN = "UNKNOWN"  # a bug of ours: it costs only this connection
+    INITIATED_DISCONNECT = "INITIATED_DISCONNECT"  # the server closed it (shutdown)
+
 
 # Official exception class names: the errorpacket message is Throwable.toString() (§3.9).
 _ROOM_EXCEPTION = "sc.api.plugins.exceptions.GameRoomException"
@@ -333,7 +339,7 @@ class Lobby:
         # with its first request (joined, refused, admin) and when it closes.
         log.debug("connection opened", peer=peer.name)
 
-    def disconnect(self, peer: Peer, cause: str) -> None:
+    def disconnect(self, peer: Peer, cause: DisconnectCause) -> None:
         """The connection is gone; a game it plays in ends with LEFT(cause) (§5.5)."""
         member = self._members.pop(peer, None)
         if member is None:
@@ -887,7 +893,7 @@ class Lobby:
         """Official GameRoom.cancel: empty slots count as never connected (§5.9)."""
         for slot in room.slots:
             if slot.peer is None:
-                slot.violate(Violation(ViolationKind.LEFT, NOT_CONNECTED))
+                slot.violate(Violation(ViolationKind.LEFT, DisconnectCause.NOT_CONNECTED))
         self._finish(room)
 
     def _expire(self, room: Room) -> None:
@@ -896,7 +902,7 @@ class Lobby:
             room.timer = None
             for slot in room.slots:
                 if slot.peer is None:
-                    slot.violate(Violation(ViolationKind.LEFT, NOT_CONNECTED))
+                    slot.violate(Violation(ViolationKind.LEFT, DisconnectCause.NOT_CONNECTED))
             self._finish(room, end="expired")
 
     def _wall_clock_exceeded(self, room: Room) -> None:

@@ -119,6 +119,7 @@ class SocketTransport:
         self._last_arrival = -math.inf
 
     async def receive(self) -> tuple[bytes, float]:
+        """The next bytes (b"" at the end) and when they arrived, on trio's clock."""
         sock = self._socket
         if sock is None:
             sock = self._socket = socket.socket(fileno=self._fd)
@@ -139,6 +140,7 @@ class SocketTransport:
             return data, arrived
 
     def try_write(self, data: bytes | memoryview) -> int:
+        """Write what fits now without waiting; the number of bytes written (0 if none)."""
         try:
             return os.write(self._fd, data)  # os.write retries EINTR itself (PEP 475)
         except BlockingIOError:
@@ -147,6 +149,7 @@ class SocketTransport:
             raise trio.BrokenResourceError(str(error)) from error
 
     async def send_all(self, data: bytes) -> None:
+        """Write all of `data`, waiting for room; raises BrokenResourceError if the peer is gone."""
         view = memoryview(data)
         while view:
             written = self.try_write(view)
@@ -156,6 +159,7 @@ class SocketTransport:
                 await trio.lowlevel.wait_writable(self._fd)
 
     async def aclose(self) -> None:
+        """Close the connection at once."""
         if self._socket is not None:
             self._socket.detach()
             self._socket = None
@@ -169,6 +173,7 @@ class StreamTransport:
         self._stream = stream
 
     async def receive(self) -> tuple[bytes, float]:
+        """The next bytes (b"" at the end) and when they arrived, on trio's clock."""
         try:
             data = await self._stream.receive_some(RECEIVE_BYTES)
         except trio.ClosedResourceError as error:
@@ -176,13 +181,16 @@ class StreamTransport:
         return bytes(data), trio.current_time()
 
     def try_write(self, data: bytes | memoryview) -> int:
+        """Write what fits now without waiting; the number of bytes written (0 if none)."""
         return 0  # a generic stream has no non-blocking write
 
     async def send_all(self, data: bytes) -> None:
+        """Write all of `data`, waiting for room; raises BrokenResourceError if the peer is gone."""
         try:
             await self._stream.send_all(data)
         except trio.ClosedResourceError as error:
             raise trio.BrokenResourceError(str(error)) from error
 
     async def aclose(self) -> None:
+        """Close the connection at once."""
         await trio.aclose_forcefully(self._stream)

@@ -267,19 +267,25 @@ async def test_player_that_exits_at_once_ends_the_run(tmp_path: Path) -> None:
     assert game_lines(run.stdout) == []
 
 
-async def test_player_crash_during_a_game_ends_the_run(tmp_path: Path) -> None:
+async def test_player_crash_during_a_game_is_a_counted_loss(tmp_path: Path) -> None:
     run = await run_match(
         tmp_path,
         *("--player1", f"{FAST_BOT} --crash-after 5", "--player2", FAST_BOT),
-        *("--games", "2", "--results", "results.jsonl"),
+        *("--games", "2", "--results", "results.jsonl", "--no-reproducers"),
         limit=20,
     )
-    assert run.status == 2
-    # Found even though the server ends the game (player1 left) before the exit is seen.
-    assert "player process exited before game 1 ended: player1 (status 3)" in run.stderr
-    assert "player1 hat das Spiel verlassen" in run.stderr
-    assert game_lines(run.stdout) == []  # the crashed game is not counted
-    assert not (tmp_path / "results.jsonl").exists()
+    # A bot that dies during its game loses it, and the run goes on (unlike a bot that
+    # cannot start: that is a usage error).
+    assert run.status == 0, run.stderr
+    lines = game_lines(run.stdout)
+    assert len(lines) == 2
+    for line in lines:
+        assert "winner player2 IRREGULAR — player1 hat das Spiel verlassen" in line
+        assert "player1 crashed (exit status 3)" in line
+    assert [game["regular"] for game in records(tmp_path / "results.jsonl")] == [False, False]
+    assert table(run.stdout)["player1"][:4] == ["2", "0", "0", "2"]
+    assert re.search(r"player1 +\d+ .* 2$", run.stdout, re.MULTILINE)  # crashes column
+    assert not (tmp_path / "log" / "reproducers").exists()
 
 
 async def test_hung_game_ends_the_run_and_kills_the_bots(tmp_path: Path) -> None:
@@ -375,6 +381,8 @@ async def test_running_server_with_password(tmp_path: Path) -> None:
         assert good.status == 0, good.stderr
         assert len(game_lines(good.stdout)) == 2
         assert not (tmp_path / "log" / "server.log").exists()  # no server of its own
+        # No server-measured times from a server we did not start: the report says whose.
+        assert "Move times (measured by the observer" in good.stdout
 
 
 async def test_unreachable_server(tmp_path: Path) -> None:
@@ -516,6 +524,9 @@ async def test_ndjson_stream_has_every_event(tmp_path: Path) -> None:
         assert sum(end["siegpunkte"]) == 2 and end["regular"] is True
         assert len(end["move_ms"]) == end["turn"]  # one time per move
         assert all(ms >= 0 for ms in end["move_ms"])
+        # The in-process server's own figures: a time per applied move.
+        assert len(end["server_move_ms"]) == end["turn"]
+        assert end["irregular_loss"] is None and end["reproducer"] is None
         assert (tmp_path / end["replay"]).is_file()
         if end["winner"] is not None:
             assert end["siegpunkte"][end["players"].index(end["winner"])] == 2
@@ -528,6 +539,11 @@ async def test_ndjson_stream_has_every_event(tmp_path: Path) -> None:
         str(last_stats["losses"]),
     ]
     assert events[-1]["status"] == "done" and events[-1]["played"] == 3
+    final = events[-1]
+    assert final["stats"]["games"] == 3 and "elo" in final["stats"] and "los" in final["stats"]
+    assert final["times"]["source"] == "server"
+    moves = sum(bot["moves"] for bot in final["times"]["bots"])
+    assert moves == sum(end["turn"] for end in ends)
 
 
 async def test_resume_plays_only_the_missing_games(tmp_path: Path) -> None:
@@ -558,8 +574,13 @@ async def test_resume_plays_only_the_missing_games(tmp_path: Path) -> None:
     lines = stream.read_text(encoding="utf-8").splitlines()
     ends = [json.loads(line) for line in lines if '"game_end"' in line]
     assert sorted(end["game"] for end in ends) == [1, 2, 3, 4]
-    last_stats = [json.loads(line) for line in lines if '"stats"' in line][-1]
-    assert sum(last_stats["pentanomial"]) == 2  # both pairs finished
+    # The torn line stays a line of its own; the resumed run's events follow it.
+    assert lines[len(kept)] == '{"event": "ga'
+    parsed = [json.loads(line) for line in lines if line != '{"event": "ga']
+    stats = [event for event in parsed if event["event"] == "stats"]
+    assert sum(stats[-1]["pentanomial"]) == 2  # both pairs finished
+    final = json.loads(lines[-1])
+    assert final["event"] == "run_end" and final["stats"]["pentanomial"] == stats[-1]["pentanomial"]
 
 
 async def test_resume_refuses_another_match(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.connection import Connection
+from server.lobby import DisconnectCause
 from server.transport import (
     MAX_STAMP_AGE,
     SO_TIMESTAMPNS,
@@ -180,7 +181,7 @@ async def test_a_player_gets_the_full_idle_timeout_after_its_game_ended(
     room_id = (await client.expect(Joined)).room_id
     await trio.sleep(59)  # idle deadlines at 30 and 60 pass while it waits in its room
     harness.send(opponent, Join())
-    harness.lobby.disconnect(opponent, "LOST_CONNECTION")
+    harness.lobby.disconnect(opponent, DisconnectCause.LOST_CONNECTION)
     with trio.fail_after(5):
         await client.receive_until(Left)
     ended = trio.current_time()
@@ -203,7 +204,7 @@ async def test_after_left_the_server_waits_for_the_client(
     await client.send(Join())
     await client.expect(Joined)
     harness.send(opponent, Join())
-    harness.lobby.disconnect(opponent, "LOST_CONNECTION")
+    harness.lobby.disconnect(opponent, DisconnectCause.LOST_CONNECTION)
     with trio.fail_after(5):
         await client.receive_until(Left)
     await trio.sleep(3600)

@@ -42,7 +42,7 @@ from server.limits import (
     connection_cap,
     is_loopback,
 )
-from server.lobby import MAX_HELD_PACKETS
+from server.lobby import MAX_HELD_PACKETS, DisconnectCause
 from tests.helpers.lobby import Harness, HarnessFactory
 from tests.helpers.rawclient import RawClient, ServerClosed
 
@@ -205,7 +205,7 @@ async def test_open_rooms_are_capped(
     assert len(events(logs, "room limit reached: refusing new rooms")) == 1
     # A room that ends makes room again; the episode's end is logged with its refusals.
     harness.send(peers[0], JoinRoom("x"))  # noise: refused, not a room
-    harness.lobby.disconnect(peers[0], "LOST_CONNECTION")
+    harness.lobby.disconnect(peers[0], DisconnectCause.LOST_CONNECTION)
     await harness.settle()
     await trio.sleep(EPISODE_QUIET_SECONDS)
     with structlog.testing.capture_logs() as logs:
@@ -250,10 +250,10 @@ async def test_the_health_probe_is_quiet_and_real_clients_are_not(
         first = probe.messages[0]
         assert isinstance(first, ErrorPacket)
         assert "Couldn't find a room with id healthcheck-0f6c" in first.message
-        harness.lobby.disconnect(probe, "RECEIVED_DISCONNECT")
+        harness.lobby.disconnect(probe, DisconnectCause.RECEIVED_DISCONNECT)
         client = harness.peer("client")
         harness.send(client, JoinRoom("no-such-room"))
-        harness.lobby.disconnect(client, "RECEIVED_DISCONNECT")
+        harness.lobby.disconnect(client, DisconnectCause.RECEIVED_DISCONNECT)
     at_info = [entry for entry in logs if entry["log_level"] != "debug"]
     assert [entry["event"] for entry in at_info] == ["request refused", "connection closed"]
     assert all(entry["peer"] == "client" for entry in at_info)
@@ -492,7 +492,18 @@ async def test_a_second_sigterm_during_shutdown_still_stops_cleanly(tmp_path: Pa
             await trio.sleep(0.02)
 
     with trio.fail_after(LIMIT):
-        process = await _start_server(tmp_path, "--port", "0", "--send-buffer-messages", "100000")
+        # Limits out of the way: this client is meant to keep the shutdown waiting.
+        process = await _start_server(
+            tmp_path,
+            "--port",
+            "0",
+            "--send-buffer-messages",
+            "100000",
+            "--send-buffer-bytes",
+            "100000000",
+            "--max-refusals",
+            "100000",
+        )
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(drain)

@@ -31,6 +31,7 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from protocol.replay import read_replay
+from server.lobby import DisconnectCause
 from tests.helpers.lobby import Harness, HarnessFactory, result_of, start_game
 
 PASSWORD = "secret"
@@ -247,7 +248,7 @@ async def test_join_room_fills_the_open_slot_and_refuses_a_full_room(
 
 async def test_disconnect_mid_game_lets_the_opponent_win(make_harness: HarnessFactory) -> None:
     harness, one, two, room_id = await start_game(make_harness)
-    harness.lobby.disconnect(one, "LOST_CONNECTION")
+    harness.lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
     result = result_of(two).result
     assert result.winner is Team.TWO
     assert not result.regular
@@ -266,7 +267,7 @@ async def test_lone_player_leaving_before_the_start_removes_the_room(
     one = harness.peer("one")
     harness.send(one, Join())
     room_id = one.of(Joined)[0].room_id
-    harness.lobby.disconnect(one, "RECEIVED_DISCONNECT")
+    harness.lobby.disconnect(one, DisconnectCause.RECEIVED_DISCONNECT)
     await harness.settle()
     assert harness.lobby.rooms == {}
     # A new joiner gets a fresh room, not the dead one.
@@ -277,10 +278,10 @@ async def test_lone_player_leaving_before_the_start_removes_the_room(
 
 async def test_disconnect_after_the_game_changes_nothing(make_harness: HarnessFactory) -> None:
     harness, one, two, _room_id = await start_game(make_harness)
-    harness.lobby.disconnect(one, "LOST_CONNECTION")
+    harness.lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
     await harness.settle()
     before = list(two.messages)
-    harness.lobby.disconnect(two, "LOST_CONNECTION")
+    harness.lobby.disconnect(two, DisconnectCause.LOST_CONNECTION)
     await harness.settle()
     assert two.messages == before
     assert not harness.lobby.is_busy(two)
@@ -313,7 +314,7 @@ async def test_move_while_game_over_is_pending_removal_is_refused(
     make_harness: HarnessFactory,
 ) -> None:
     harness, one, two, room_id = await start_game(make_harness, results_file=None)
-    harness.lobby.disconnect(two, "LOST_CONNECTION")
+    harness.lobby.disconnect(two, DisconnectCause.LOST_CONNECTION)
     # The room is over but still being recorded: the official race case of §3.9.
     move = Move(0, 1, Direction.RIGHT)
     harness.send(one, MovePacket(room_id, move))
@@ -331,7 +332,7 @@ async def test_timers_do_not_leak_after_games(
     make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
 ) -> None:
     harness, one, _two, _room_id = await start_game(make_harness)
-    harness.lobby.disconnect(one, "LOST_CONNECTION")
+    harness.lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
     await harness.settle()
     await trio.sleep(3600 * 2)
     # Every timer of the room was cancelled or fired; none may hold the room alive.

@@ -35,6 +35,7 @@ from protocol.messages import (
     ResultMessage,
     WelcomeMessage,
 )
+from server.lobby import DisconnectCause
 from tests.helpers.lobby import FakePeer, Harness, HarnessFactory
 
 PASSWORD = "secret"
@@ -356,7 +357,7 @@ async def test_disconnected_observer_gets_nothing_more(make_harness: HarnessFact
     harness, admin = await admin_harness(make_harness)
     room_id, (first, second) = prepare(harness, admin)
     harness.send(admin, Observe(room_id))
-    harness.lobby.disconnect(admin, "LOST_CONNECTION")
+    harness.lobby.disconnect(admin, DisconnectCause.LOST_CONNECTION)
     one, two = harness.peer("one"), harness.peer("two")
     harness.send(one, JoinPrepared(first))
     harness.send(two, JoinPrepared(second))
@@ -371,7 +372,7 @@ async def test_player_leaving_a_half_joined_prepared_room_makes_nobody_win(
     harness.send(admin, Observe(room_id))
     one = harness.peer("one")
     harness.send(one, JoinPrepared(first))
-    harness.lobby.disconnect(one, "LOST_CONNECTION")
+    harness.lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
     result = admin.of(ResultMessage)[0].result
     assert result.winner is None
     assert not result.regular

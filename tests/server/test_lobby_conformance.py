@@ -45,6 +45,7 @@ from protocol.messages import (
     ServerMessage,
     WelcomeMessage,
 )
+from server.lobby import DisconnectCause
 from tests.helpers.lobby import FakePeer, Harness, HarnessFactory, result_of
 
 PASSWORD = "secret"
@@ -377,7 +378,7 @@ async def test_pause_and_step_are_ignored_when_they_change_nothing(
 
 async def test_pause_on_a_game_that_is_over_is_ignored(make_harness: HarnessFactory) -> None:
     w, one, _two, room_id = await observed_join_game(make_harness)
-    w.lobby.disconnect(one, "LOST_CONNECTION")
+    w.lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
     # Over, still being recorded (the official race window): the pause changes nothing.
     assert room_id in w.lobby.rooms
     mark = len(w.log)
@@ -437,7 +438,7 @@ async def test_move_checks_run_in_the_official_order(make_harness: HarnessFactor
     assert one.of(ErrorPacket)[-1].message.endswith("Couldn't find a room with id nope")
     w.move(stranger, room_id, move)
     assert stranger.of(ErrorPacket)[-1].message.endswith(f"not a member of game {room_id}")
-    w.lobby.disconnect(one, "LOST_CONNECTION")
+    w.lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
     w.move(stranger, room_id, move)
     assert stranger.of(ErrorPacket)[-1].message == (
         f"sc.api.plugins.exceptions.GameException: Game is already over, but got {move}"
@@ -516,16 +517,23 @@ async def test_one_connection_in_both_slots_leaving_makes_the_first_filled_slot_
     both = w.peer("both")
     w.send(both, JoinPrepared(second))
     w.send(both, JoinPrepared(first))
-    w.lobby.disconnect(both, "LOST_CONNECTION")
+    w.lobby.disconnect(both, DisconnectCause.LOST_CONNECTION)
     result = result_of(w.admin).result
     assert result.winner is Team.ONE
     assert result.reason == "b hat das Spiel verlassen: LOST_CONNECTION"
     assert [score for _, score in result.scores][1] == (0, 0)
 
 
-@pytest.mark.parametrize("cause", ["RECEIVED_DISCONNECT", "LOST_CONNECTION", "PROTOCOL_ERROR"])
+@pytest.mark.parametrize(
+    "cause",
+    [
+        DisconnectCause.RECEIVED_DISCONNECT,
+        DisconnectCause.LOST_CONNECTION,
+        DisconnectCause.PROTOCOL_ERROR,
+    ],
+)
 async def test_a_leaver_is_named_with_its_cause_and_scores_nothing(
-    make_harness: HarnessFactory, cause: str
+    make_harness: HarnessFactory, cause: DisconnectCause
 ) -> None:
     # §5.5 / §6.3: the other player gets [2, own swarm], the leaver [0, 0].
     w, one, two, _room_id = await observed_join_game(make_harness)

@@ -24,7 +24,7 @@ from protocol.events import Join
 from protocol.messages import Joined, Left, Memento, ResultMessage
 from protocol.replay import read_replay, write_replay
 from server.config import Settings
-from server.lobby import Lobby
+from server.lobby import DisconnectCause, Lobby
 from server.recorder import FinishedGame, Recorder, ResultsSink, results_record
 from server.replays import ReplayFiles
 from server.results import ResultsLog
@@ -336,7 +336,7 @@ async def test_the_room_is_left_only_after_the_record_is_durable(
     sink = BlockingSink()
     harness = await lobby_with(nursery, Recorder([sink]))
     one, two, room_id = start(harness)
-    harness.lobby.disconnect(one, "LOST_CONNECTION")
+    harness.lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
     with trio.fail_after(10):
         while not sink.entered.is_set():
             await trio.sleep(0.01)
@@ -359,7 +359,7 @@ async def test_the_lobby_hands_over_the_whole_game(nursery: trio.Nursery, tmp_pa
     one, two, room_id = start(harness)
     state = one.last_state()
     harness.move(one, room_id, state.legal_moves()[0])
-    harness.lobby.disconnect(two, "LOST_CONNECTION")
+    harness.lobby.disconnect(two, DisconnectCause.LOST_CONNECTION)
     await harness.settle()
     ((game, path, _),) = spy.seen
     move = state.legal_moves()[0]
@@ -391,7 +391,7 @@ async def test_a_deferred_import_failure_no_longer_loses_the_result(
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", exhausted)
-    harness.lobby.disconnect(one, "LOST_CONNECTION")
+    harness.lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
     await harness.settle()
     monkeypatch.undo()
     (line,) = lines(tmp_path / "results.jsonl")
