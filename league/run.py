@@ -3,8 +3,8 @@
 A league game is a match-runner game (`runner.game.play_game`: prepare a room, launch both
 players, observe to the end, stop the players) whose players are the teams' bots: local
 processes in `process` mode, containers in `docker` mode. The game server runs in this process
-with a recorder sink (`ServerGames`) that hands over every finished game with the server's own
-move times, so the record needs nothing from the observer but the room id.
+with a recorder sink (`runner.timing.ServerGames`) that hands over every finished game with the
+server's own move times, so the record needs nothing from the observer but the room id.
 
 The store (`league.store`) decides what is played: `claim_next` hands out a game under a new
 attempt, `record` writes its result fenced by that attempt, in one transaction. So a run that
@@ -50,6 +50,7 @@ from league.store import (
 from runner.game import GameSpec, Server, play_game
 from runner.options import MatchError
 from runner.players import PlayerLauncher, ProcessLauncher, ProcessPlayer
+from runner.timing import ServerGames
 from server.recorder import FinishedGame as ServerGame
 
 __all__ = [
@@ -59,7 +60,6 @@ __all__ = [
     "GameReport",
     "LeagueRunError",
     "LeagueTable",
-    "ServerGames",
     "admin_session",
     "open_table",
     "play_and_record",
@@ -80,34 +80,6 @@ T = TypeVar("T")
 
 class LeagueRunError(Exception):
     """Ends `piranhas-league run` with an error; the message says what and where."""
-
-
-# ---- the server's finished games ---------------------------------------------------------
-
-
-class ServerGames:
-    """A recorder sink (server.recorder.GameSink) keeping each finished game for the league to
-    pick up by room id. The server's recorder calls `write` in a worker thread before it sends
-    `<left>`, so a game is here once the observer has seen its room end."""
-
-    def __init__(self) -> None:
-        self._games: dict[str, ServerGame] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def name(self) -> str:
-        """What it writes, for the server's error log."""
-        return "league runner"
-
-    def write(self, game: ServerGame, replay: Path | None) -> None:
-        """Keep `game` (called by the server's recorder)."""
-        with self._lock:
-            self._games[game.room_id] = game
-
-    def take(self, room_id: str) -> ServerGame | None:
-        """The finished game of `room_id`, once; None if the server has not recorded it."""
-        with self._lock:
-            return self._games.pop(room_id, None)
 
 
 # ---- the store from trio -----------------------------------------------------------------
@@ -608,6 +580,8 @@ async def _serve_table(
                     password=settings.password,
                     password_source="random",
                     hard_timeout=settings.hard_timeout,
+                    soft_timeout=settings.soft_timeout,
+                    games=games,
                     unix_socket=settings.unix_socket,
                 )
                 try:

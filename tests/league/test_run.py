@@ -34,7 +34,6 @@ from league.run import (
 from league.schedule import build_schedule
 from league.standings import compute_standings
 from league.store import LeagueStore, RecordStatus, StaleAttemptError
-from runner.game import Observation
 from tests.helpers.process import TEST_BOTS
 
 FAST_BOT = [sys.executable, str(TEST_BOTS / "fast_bot.py")]
@@ -109,7 +108,7 @@ def test_a_four_team_league_is_played_to_the_end(
     pytest.importorskip("socha")
     path = league_file(tmp_path, mixed_teams())
 
-    assert main(["run", str(path), "--standings-every", "4"]) == 0
+    assert main(["run", str(path), "--standings-every", "4", "--concurrency", "4"]) == 0
 
     out = capsys.readouterr().out
     config = load_league(path)
@@ -259,11 +258,6 @@ async def test_a_stale_attempt_plays_but_cannot_record_and_the_newer_one_records
         store.close()
 
 
-@pytest.mark.xfail(
-    "crashed" not in Observation.__dataclass_fields__,
-    reason="the runner's core still treats a crash during a game as an error (runner2 changes it)",
-    strict=True,
-)
 def test_a_bot_that_crashes_loses_its_games_and_the_league_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
