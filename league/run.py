@@ -33,6 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+import structlog
 import trio
 
 from client import ClientSession, ConnectionClosed
@@ -568,6 +569,9 @@ async def _serve_table(
             launchers = await container_launchers(config, server_socket, reaper)
         else:
             launchers = process_launchers(config, reaper)
+        # The server logs every move: to its file. Afterwards the logging is what it was (an
+        # embedding program's, or a test's; never the closed file).
+        previous_logging = structlog.get_config()
         configure_logging("console", "info", stream=server_log, cache=False)
         try:
             async with trio.open_nursery() as nursery:
@@ -597,7 +601,7 @@ async def _serve_table(
                 finally:
                     stop.set()
         finally:
-            configure_logging("console", "warning", cache=False)
+            structlog.configure(**previous_logging)
 
 
 @asynccontextmanager
