@@ -44,7 +44,7 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from protocol import ClientConnection, NeedData  # noqa: E402
+from protocol import GAME_TYPE, ClientConnection, NeedData  # noqa: E402
 from protocol.events import (  # noqa: E402
     Authenticate,
     JoinPrepared,
@@ -63,7 +63,6 @@ from protocol.messages import (  # noqa: E402
 )
 
 PASSWORD = "bench"
-GAME_TYPE = "swc_2026_piranhas"
 PREPARE_FLOOD = (
     b'<prepare gameType="swc_2026_piranhas">' + b"<slot/>" * 9000 + b"</prepare>"
 )  # 63 KB, as in the issue

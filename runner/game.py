@@ -222,7 +222,7 @@ async def play_game(
     for player, running in players.items():
         name = spec.names[player]
         if player in crashed_players:
-            summary.notes.append(f"{name} crashed ({exit_description(running)})")
+            summary.notes.append(f"{name} crashed (exit {exit_description(running)})")
         elif player in killed:
             summary.notes.append(f"{name} still running after {PROCESS_EXIT_WAIT:g} s: killed")
         elif running.returncode:

@@ -20,6 +20,7 @@ from protocol import GAME_TYPE, ServerConnection
 from protocol.messages import ErrorPacket
 from server.config import Settings, with_start_state
 from server.connection import CLOSE_GRACE, Connection
+from server.feed import Companion
 from server.limits import (
     Episode,
     address_key,
@@ -49,6 +50,7 @@ async def serve(
     handle_signals: bool = True,
     descriptor_limit: int | None = None,
     sinks: Sequence[GameSink] = (),
+    companion: Companion | None = None,
 ) -> None:
     """Run the game server until SIGINT/SIGTERM (or `stop` is set). `task_status.started`
     gets the port actually bound, so `port=0` works. On stop, running games end with an
@@ -58,14 +60,20 @@ async def serve(
     The soft descriptor limit is raised to the hard one; `descriptor_limit` replaces what that
     gives (tests), and the connection cap is lowered to keep a reserve of descriptors. `sinks`
     get every finished game after the server's own (results log): how an embedding program
-    (the match runner) learns the server-measured move times."""
+    (the match runner) learns the server-measured move times. A `companion` (the web viewer)
+    gets the lobby's observer feed and runs in the server's nursery once the game port is
+    bound."""
     stop = stop if stop is not None else trio.Event()
     if descriptor_limit is None:
         descriptor_limit = raise_descriptor_limit()
     admission = Admission(settings, connection_cap(settings.max_connections, descriptor_limit))
     # load_settings has loaded the start state already; settings built in code may not have.
     settings = with_start_state(settings)
-    lobby = Lobby(settings, recorder=Recorder.from_settings(settings, sinks))
+    lobby = Lobby(
+        settings,
+        recorder=Recorder.from_settings(settings, sinks),
+        feed=companion.feed if companion is not None else None,
+    )
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]
     if settings.unix_socket is not None:
@@ -125,6 +133,8 @@ async def serve(
                     game_type=GAME_TYPE,
                     connect_a_bot=f"start.sh -h {_reachable_host(settings.host)} -p {port}",
                 )
+                if companion is not None:
+                    await nursery.start(companion.run, port)
                 task_status.started(port)
                 await stop.wait()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,9 +47,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.warning(warning)
 
     from server.app import serve
+    from server.feed import Companion
+
+    companion: Companion | None = None
+    if settings.web_port is not None:
+        # The composition root: the game server core never imports the web viewer.
+        from web.app import WebViewer
+
+        companion = WebViewer(settings)
 
     try:
-        trio.run(serve, settings)
+        trio.run(functools.partial(serve, settings, companion=companion))
     except BaseException as error:  # reported as a clean message below
         if find_exception(error, KeyboardInterrupt) is not None:
             # A signal that came before the server could handle it gracefully.

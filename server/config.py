@@ -74,6 +74,9 @@ class Settings:
     protocol_deadline: float = 10.0
     packet_deadline: float = 30.0
     max_refusals: int = 20
+    # The web viewer (web/): its port (None = off, the default) and listen address.
+    web_port: int | None = None
+    web_host: str = "127.0.0.1"
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
     start_state: GameState | None = field(default=None, compare=False, repr=False)
@@ -161,6 +164,14 @@ def _parse_path(text: str) -> Path:
     if not stripped:
         raise ValueError("empty path")
     return Path(stripped)
+
+
+def _parse_web_port(text: str) -> int | None:
+    # "off" and 0 switch the web viewer off (0 is no ephemeral port here: nobody could find it).
+    stripped = text.strip()
+    if stripped.lower() in ("off", "0", ""):
+        return None
+    return _parse_port(stripped)
 
 
 def _parse_host(text: str) -> str:
@@ -424,6 +435,22 @@ _OPTIONS = (
         "refused requests a connection in no room gets before it is closed (default 20)",
         "N",
     ),
+    _Option(
+        "web_port",
+        "webPort",
+        ("--web-port", "--webPort"),
+        _parse_web_port,
+        "serve the web viewer (watch, replay, play, admin) on this port (default off; 0/off = off)",
+        "N",
+    ),
+    _Option(
+        "web_host",
+        "webHost",
+        ("--web-host", "--webHost"),
+        _parse_host,
+        "listen address of the web viewer (default 127.0.0.1)",
+        "ADDR",
+    ),
 )
 # Keys are case-sensitive, as in java.util.Properties.
 _BY_KEY = {option.key: option for option in _OPTIONS}
@@ -570,6 +597,16 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
         warnings.append(
             f"listening on {values['host']} with the well-known default password "
             f"{DEFAULT_PASSWORD!r}: set a password of your own"
+        )
+
+    if values.get("web_port") is not None and values.get("web_host", "127.0.0.1") not in (
+        "127.0.0.1",
+        "localhost",
+        "::1",
+    ):
+        warnings.append(
+            f"the web viewer listens on {values['web_host']}: anyone who reaches it can watch "
+            "every game and try the admin password; prefer 127.0.0.1 behind a reverse proxy"
         )
 
     for path_attribute in ("replay_dir", "load_game_file", "results_file", "unix_socket"):

@@ -66,6 +66,7 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.config import Settings
+from server.feed import NoFeed, ObserverFeed, RoomPlayer
 from server.limits import Episode
 from server.recorder import FinishedGame, Recorder
 from server.timers import Timer, Timers
@@ -272,8 +273,16 @@ class Lobby:
     ends every game with an aborted result. Finished games go to the `Recorder`.
     """
 
-    def __init__(self, settings: Settings, *, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        recorder: Recorder | None = None,
+        feed: ObserverFeed | None = None,
+    ) -> None:
         self.settings = settings
+        # Sees what observers see (server/feed.py): an in-process watcher, e.g. the web viewer.
+        self.feed: ObserverFeed = feed if feed is not None else NoFeed()
         self.recorder = recorder if recorder is not None else Recorder.from_settings(settings)
         self.timers = Timers()
         self.rooms: dict[str, Room] = {}
@@ -475,6 +484,7 @@ class Lobby:
             self._joinable.pop(room.id, None)
         peer.send(Joined(room.id))
         log.info("joined", room=room.id, peer=peer.name, team=slot.team.name)
+        self._feed_players(room)
         if room.ready:
             self._start(room)
 
@@ -537,6 +547,7 @@ class Lobby:
         self.rooms[room.id] = room
         self._joinable[room.id] = room
         log.info("room created", room=room.id, prepared=prepared, paused=paused)
+        self.feed.room_opened(room.id, paused=paused, prepared=prepared)
         return room
 
     def _refuse_when_shutting_down(self) -> None:
@@ -673,6 +684,7 @@ class Lobby:
                 room.reservations.append(code)
         if not room.joinable:
             self._joinable.pop(room.id, None)
+        self._feed_players(room)
         ttl = self.settings.reservation_ttl
         if ttl > 0:
             room.timer = self.timers.call_later(ttl, lambda: self._expire(room))
@@ -1003,6 +1015,16 @@ class Lobby:
     def _to_observers(self, room: Room, message: ServerMessage) -> None:
         for observer in room.observers:
             observer.send(message)
+        self.feed.observe(message)
+
+    def _feed_players(self, room: Room) -> None:
+        self.feed.players_changed(
+            room.id,
+            [
+                RoomPlayer(slot.team.name, slot.display_name, slot.peer is not None)
+                for slot in room.slots
+            ],
+        )
 
 
 def _address_of(peer: Peer) -> str:

@@ -1,0 +1,375 @@
+"""Viewer benchmark: does watching slow the server? 100 WebSocket viewers on one running game.
+
+The server runs in its own process (`python -m server --web-port ...`, pinned to one CPU when
+there are several). In-process SC clients play `--games` prepared games at once, back to back:
+one "watched" game whose bots think `--watched-think` seconds per move (like real bots: a game
+lasts about half a minute), and the others with `--think` seconds per move, for load and
+latency samples. The script measures two windows in one run: first without viewers, then with
+`--viewers` WebSocket viewers (in a process of their own) on the watched game's page socket,
+following it to the next game when one ends. For each window it prints:
+
+- moves/s: moves the server accepted per second of wall time, all games;
+- latency p50/p99: the server's per-move latency, from a client sending its move to the
+  opponent receiving its moveRequest (both clients share this process's clock), all games;
+- server CPU: CPU seconds the server process used per second of wall time;
+- with viewers also the viewers' delay p50/p99: from the move leaving its client to a viewer
+  receiving a snapshot that shows it (snapshots are rate-limited, latest state wins).
+
+Run:  .venv/bin/python bench/viewer.py [--viewers 100] [--seconds 20] [--games 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from engine import GameState  # noqa: E402
+from protocol import GAME_TYPE  # noqa: E402
+from protocol.events import JoinPrepared, MovePacket, Prepare, SlotDescriptor  # noqa: E402
+from protocol.messages import Left, Memento, MoveRequest  # noqa: E402
+from web.sc import ScClient, admin_request  # noqa: E402
+from web.wsclient import WebSocketClosed, WsClient  # noqa: E402
+
+PASSWORD = "bench"
+TURN = re.compile(r'"turn":(\d+)')
+
+
+@dataclass
+class Window:
+    """What one measured window saw."""
+
+    measuring: bool = False
+    moves: int = 0
+    latencies: list[float] = field(default_factory=list)
+    viewer_delays: list[float] = field(default_factory=list)
+    snapshots: int = 0
+
+
+@dataclass
+class Shared:
+    """The window being measured, shared by every series."""
+
+    window: Window = field(default_factory=Window)
+
+
+@dataclass
+class Series:
+    """One game after the other, by one pair of players."""
+
+    shared: Shared
+    name: str
+    room: str = ""
+    changed: trio.Event = field(default_factory=trio.Event)
+    sent_at: dict[tuple[str, int], float] = field(default_factory=dict)  # (room, turn) -> time
+    all_sent: dict[tuple[str, int], float] = field(default_factory=dict)  # kept for the viewers
+
+    def next_room(self, room: str) -> None:
+        self.room = room
+        self.sent_at.clear()
+        self.changed.set()
+        self.changed = trio.Event()
+
+
+async def player(port: int, code: str, series: Series, think: float, rng: random.Random) -> None:
+    client = await ScClient.connect(port)
+    state: GameState | None = None
+    last_sent: float | None = None
+    try:
+        await client.send(JoinPrepared(code))
+        while (message := await client.receive()) is not None:
+            now = time.perf_counter()
+            if isinstance(message, Memento):
+                state = message.state
+            elif isinstance(message, MoveRequest):
+                assert state is not None
+                window = series.shared.window
+                other = series.sent_at.get((message.room_id, state.turn))
+                if other is not None and window.measuring:
+                    window.latencies.append(now - other)
+                if think:
+                    await trio.sleep(think)
+                move = rng.choice(state.legal_moves())
+                last_sent = time.perf_counter()
+                series.sent_at[(message.room_id, state.turn + 1)] = last_sent
+                series.all_sent[(message.room_id, state.turn + 1)] = last_sent
+                await client.send(MovePacket(message.room_id, move))
+                if window.measuring:
+                    window.moves += 1
+            elif isinstance(message, Left):
+                break
+    finally:
+        await client.aclose()
+
+
+async def play_series(port: int, series: Series, think: float) -> None:
+    rng = random.Random(2026)
+    slots = tuple(SlotDescriptor(f"{series.name}-{team}", True, True) for team in ("a", "b"))
+    while True:
+        reply = await admin_request(port, PASSWORD, [Prepare(GAME_TYPE, False, slots)])
+        prepared = reply.prepared[0]
+        series.next_room(prepared.room_id)
+        async with trio.open_nursery() as nursery:
+            for code in prepared.reservations:
+                nursery.start_soon(player, port, code, series, think, rng)
+
+
+# ---------------------------------------------------------------------- the viewer process
+# The viewers run in a process of their own, so their work (WebSocket frames, JSON) does not
+# slow the players' clients that measure the server's latency. They find the game being played
+# on the lobby socket, as the lobby page does, and report what they saw on stdout.
+
+
+@dataclass
+class Watched:
+    room: str = ""
+    changed: trio.Event = field(default_factory=trio.Event)
+    seen: list[tuple[str, int, float]] = field(default_factory=list)  # room, turn, when
+
+
+async def scout(web_port: int, watched: Watched) -> None:
+    lobby = await WsClient.connect("127.0.0.1", web_port, "/ws/lobby")
+    while True:
+        rooms = (await lobby.receive_json())["data"]["rooms"]
+        live = [
+            room["id"]
+            for room in rooms
+            if room["status"] in ("waiting", "running") and room["names"][0] == "watched-a"
+        ]
+        if live and live[0] != watched.room:
+            watched.room = live[0]
+            watched.changed.set()
+            watched.changed = trio.Event()
+
+
+async def viewer(web_port: int, watched: Watched, connected: list[int]) -> None:
+    counted = False
+    while True:
+        room = watched.room
+        if not room:
+            await watched.changed.wait()
+            continue
+        ws = await WsClient.connect("127.0.0.1", web_port, f"/ws/game/{room}")
+        if not counted:
+            connected[0] += 1
+            counted = True
+        try:
+            first = True
+            while True:
+                # Only the turn and the status: a browser parses the JSON once per snapshot too,
+                # but here a hundred viewers share one process next to the measuring clients.
+                text = await ws.receive_text()
+                turn = TURN.search(text)
+                if not first and turn:  # the first one shows a state of before the viewer came
+                    watched.seen.append((room, int(turn.group(1)), time.perf_counter()))
+                first = False
+                if '"status":"over"' in text or '"missing"' in text:
+                    break
+        except WebSocketClosed:
+            pass
+        finally:
+            await ws.aclose()
+        while watched.room == room:
+            await watched.changed.wait()
+
+
+async def watch(web_port: int, viewers: int) -> None:
+    """Viewer process: connect, say "ready", watch until stdin closes, print what was seen."""
+    watched = Watched()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(scout, web_port, watched)
+        connected = [0]
+        for _ in range(viewers):
+            nursery.start_soon(viewer, web_port, watched, connected)
+        while connected[0] < viewers:
+            await trio.sleep(0.05)
+        print("ready", flush=True)
+        await trio.to_thread.run_sync(sys.stdin.read)
+        nursery.cancel_scope.cancel()
+    for room, turn, when in watched.seen:
+        print(f"{room} {turn} {when!r}")
+
+
+async def measure(shared: Shared, pid: int, seconds: float) -> tuple[Window, float, float]:
+    window = shared.window = Window(measuring=True)
+    cpu_before, started = cpu_seconds(pid), time.perf_counter()
+    await trio.sleep(seconds)
+    window.measuring = False
+    elapsed = time.perf_counter() - started
+    return window, elapsed, (cpu_seconds(pid) - cpu_before) / elapsed
+
+
+async def run(
+    port: int,
+    web_port: int,
+    pid: int,
+    viewers: int,
+    seconds: float,
+    think: float,
+    games: int,
+    watched_think: float,
+) -> None:
+    shared = Shared()
+    series = Series(shared, "watched")
+    others = [Series(shared, f"game{index}") for index in range(games - 1)]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(play_series, port, series, watched_think)
+        for other in others:
+            nursery.start_soon(play_series, port, other, think)
+        await trio.sleep(3.0)  # warm-up: every game started
+        alone = await measure(shared, pid, seconds)
+        process = await trio.lowlevel.open_process(
+            [sys.executable, __file__, "--watch", str(web_port), "--viewers", str(viewers)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        output = b""
+        while b"ready\n" not in output:
+            output += await process.stdout.receive_some()
+        await trio.sleep(1.0)
+        watched = await measure(shared, pid, seconds)
+        measured_from = time.perf_counter() - watched[1]
+        measured_to = time.perf_counter()
+        await process.stdin.aclose()
+        while chunk := await process.stdout.receive_some():
+            output += chunk
+        await process.wait()
+        nursery.cancel_scope.cancel()
+    for line in output.decode().splitlines()[1:]:
+        room, turn, when = line.split()
+        sent = series.all_sent.get((room, int(turn)))
+        if sent is not None and measured_from <= float(when) <= measured_to:
+            watched[0].snapshots += 1
+            watched[0].viewer_delays.append(float(when) - sent)
+    header = ("moves/s", "p50 ms", "p99 ms")
+    print(f"{'':22} {header[0]:>8} {header[1]:>8} {header[2]:>8} {'CPU':>6} {'view p50/p99':>19}")
+    for label, (window, elapsed, cpu) in (("no viewers", alone), (f"{viewers} viewers", watched)):
+        view = (
+            f"{percentile(window.viewer_delays, 0.5) * 1000:8.1f}ms"
+            f"{percentile(window.viewer_delays, 0.99) * 1000:8.1f}ms"
+            if window.viewer_delays
+            else f"{'-':>9} {'-':>9}"
+        )
+        print(
+            f"{label:22} {window.moves / elapsed:8.1f} "
+            f"{percentile(window.latencies, 0.5) * 1000:8.3f} "
+            f"{percentile(window.latencies, 0.99) * 1000:8.3f} {cpu:6.2f} {view}"
+        )
+    base_p99 = percentile(alone[0].latencies, 0.99)
+    watched_p99 = percentile(watched[0].latencies, 0.99)
+    base_rate = alone[0].moves / alone[1]
+    watched_rate = watched[0].moves / watched[1]
+    print(
+        f"p99 latency {100 * (watched_p99 / base_p99 - 1):+.1f} %, "
+        f"throughput {100 * (watched_rate / base_rate - 1):+.1f} % with {viewers} viewers "
+        f"({watched[0].snapshots} snapshots delivered in {watched[1]:.1f} s)"
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"server exited with status {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("server did not start listening")
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    if not samples:
+        return float("nan")
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--viewers", type=int, default=100, help="WebSocket viewers")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured window each")
+    parser.add_argument("--games", type=int, default=10, help="games played at once")
+    parser.add_argument(
+        "--think", type=float, default=0.05, help="seconds per move in the unwatched games"
+    )
+    parser.add_argument(
+        "--watched-think",
+        type=float,
+        default=0.5,
+        help="seconds per move in the watched game (as real bots: it lasts about 30 s)",
+    )
+    parser.add_argument("--server-cpu", type=int, default=0, help="CPU to pin the server to")
+    parser.add_argument("--profile", metavar="FILE", help="run the server under cProfile")
+    parser.add_argument("--watch", type=int, metavar="WEB_PORT", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.watch:
+        os.nice(19)  # the players' clients measure the latency: they get the CPU first
+        trio.run(watch, arguments.watch, arguments.viewers)
+        return
+    port, web_port = free_port(), free_port()
+    profile = ["-m", "cProfile", "-o", arguments.profile] if arguments.profile else []
+    command = [
+        sys.executable, *profile, "-m", "server", "--port", str(port), "--web-port", str(web_port),
+        "--password", PASSWORD, "--log-level", "warning", "--reservation-ttl", "0",
+    ]  # fmt: skip
+    cpus = os.cpu_count() or 1
+    if cpus > 1:
+        # The server alone on one CPU; this process and the viewers' on the others.
+        command = ["taskset", "-c", str(arguments.server_cpu), *command]
+        os.sched_setaffinity(0, set(range(cpus)) - {arguments.server_cpu})
+    with tempfile_dir() as cwd:
+        process = subprocess.Popen(command, cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)})
+        try:
+            wait_until_listening(port, process)
+            wait_until_listening(web_port, process)
+            trio.run(
+                run,
+                port,
+                web_port,
+                process.pid,
+                arguments.viewers,
+                arguments.seconds,
+                arguments.think,
+                arguments.games,
+                arguments.watched_think,
+            )
+        finally:
+            process.send_signal(subprocess.signal.SIGINT)  # type: ignore[attr-defined]
+            process.wait(timeout=30)
+
+
+def tempfile_dir() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory()
+
+
+if __name__ == "__main__":
+    main()

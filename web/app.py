@@ -1,0 +1,531 @@
+"""The web viewer's HTTP side: pages, JSON, WebSockets (Starlette on hypercorn's trio worker).
+
+`WebViewer` is the `server.feed.Companion` the CLI starts next to the game server: its
+`GameHub` is the lobby's observer feed, and its admin actions and human players are SC
+clients of the game server over loopback, like any external tool.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import random
+import secrets
+import time
+import zlib
+from collections.abc import Awaitable, Callable
+from functools import partial
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import hypercorn.config
+import hypercorn.trio
+import structlog
+import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from engine import Direction, Move, Team
+from protocol import GAME_TYPE, RemoteProtocolError
+from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
+from protocol.replay import read_replay
+from server.config import Settings
+from server.feed import ObserverFeed
+from web.auth import COOKIE, CSRF_HEADER, SESSION_SECONDS, Session, Sessions, csrf_ok, same_origin
+from web.board import legal_targets, state_json
+from web.hub import Change, GameHub, _result_json
+from web.sc import HumanPlayer, admin_request
+
+log = structlog.get_logger("web")
+
+STATIC = Path(str(resources.files("web") / "static"))
+# Snapshots per second per viewer at most: latest state wins, nothing queues up.
+VIEWER_RATE = 4.0
+PLAYER_RATE = 10.0
+MAX_UPLOAD_BYTES = 4 * 1024 * 1024  # an official replay is ~100 KiB, gzipped far less
+MAX_REPLAY_BYTES = 32 * 1024 * 1024  # after gunzip (no zip bombs)
+MAX_HUMANS = 100
+LOGIN_FAILURE_DELAY = 1.0
+
+
+class WebViewer:
+    """The web viewer as a companion of the game server (see module docstring)."""
+
+    def __init__(
+        self, settings: Settings, *, port: int | None = None, viewer_rate: float = VIEWER_RATE
+    ) -> None:
+        self.settings = settings
+        self.hub = GameHub()
+        self.sessions = Sessions(settings.password)
+        self.humans: dict[str, HumanPlayer] = {}
+        self.viewer_rate = viewer_rate
+        self.port = port if port is not None else settings.web_port
+        self.url = ""  # set once it listens
+        self.viewers = 0  # open live sockets (each one task pair while open)
+        self.game_port = 0
+        self._nursery: trio.Nursery | None = None
+        self.app = self._build_app()
+
+    @property
+    def feed(self) -> ObserverFeed:
+        """The lobby's observer feed."""
+        return self.hub
+
+    async def run(
+        self, game_port: int, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve HTTP until cancelled."""
+        self.game_port = game_port
+        config = hypercorn.config.Config()
+        host = self.settings.web_host
+        bind_host = f"[{host}]" if ":" in host else host
+        config.bind = [f"{bind_host}:{self.port or 0}"]
+        config.accesslog = None  # request lines could carry tokens; errors still log
+        config.include_server_header = False
+        config.graceful_timeout = 1.0
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            binds = await nursery.start(
+                partial(hypercorn.trio.serve, self.app, config)  # type: ignore[arg-type]
+            )
+            self.url = binds[0]
+            log.info("web viewer listening", url=self.url)
+            # The viewer's libraries add some ten thousand long-lived objects that every full
+            # collection of the cyclic GC would scan again (milliseconds each, while a move
+            # waits): move everything that exists now out of its reach.
+            gc.freeze()
+            task_status.started()
+
+    # ------------------------------------------------------------------ app
+
+    def _build_app(self) -> Starlette:
+        page = self._page
+        return Starlette(
+            routes=[
+                Route("/", page("lobby.html")),
+                Route("/game/{room_id}", page("game.html")),
+                Route("/replays", page("replays.html")),
+                Route("/play", page("play.html")),
+                Route("/admin", page("admin.html")),
+                Route("/api/session", self._session_info),
+                Route("/api/config", self._config),
+                Route("/api/login", self._login, methods=["POST"]),
+                Route("/api/logout", self._guard(self._logout, admin=False), methods=["POST"]),
+                Route("/api/rooms", self._rooms),
+                Route("/api/games/{room_id}", self._game),
+                Route("/api/replays", self._replays),
+                Route("/api/replays/upload", self._upload, methods=["POST"]),
+                Route("/api/replays/{name}", self._replay),
+                Route("/api/admin/prepare", self._guard(self._prepare), methods=["POST"]),
+                Route("/api/admin/pause", self._guard(self._pause), methods=["POST"]),
+                Route("/api/admin/step", self._guard(self._step), methods=["POST"]),
+                Route("/api/admin/cancel", self._guard(self._cancel), methods=["POST"]),
+                Route("/api/play", self._guard(self._play), methods=["POST"]),
+                WebSocketRoute("/ws/lobby", self._ws_lobby),
+                WebSocketRoute("/ws/game/{room_id}", self._ws_game),
+                WebSocketRoute("/ws/play/{token}", self._ws_play),
+                Mount("/static", StaticFiles(directory=STATIC), name="static"),
+            ]
+        )
+
+    def _page(self, name: str) -> Callable[[Request], Awaitable[Response]]:
+        async def serve_page(request: Request) -> Response:
+            return FileResponse(STATIC / name, headers=_PAGE_HEADERS)
+
+        return serve_page
+
+    # ------------------------------------------------------------------ sessions
+
+    def _session(self, request: Request | WebSocket) -> Session | None:
+        return self.sessions.get(request.cookies.get(COOKIE))
+
+    async def _session_info(self, request: Request) -> Response:
+        session = self._session(request)
+        fresh = session is None
+        if session is None:
+            session = self.sessions.create()
+        response = JSONResponse({"admin": session.admin, "csrf": session.csrf})
+        if fresh:
+            _set_cookie(response, session)
+        return response
+
+    async def _config(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "softTimeoutMs": self.settings.soft_timeout * 1000,
+                "gamePort": self.game_port,
+                "viewerRate": self.viewer_rate,
+            }
+        )
+
+    async def _login(self, request: Request) -> Response:
+        session = self._session(request)
+        if session is None or not self._request_allowed(request, session):
+            return _error(403, "cross-site request or missing CSRF token refused")
+        body = await _json_body(request)
+        password = body.get("password") if isinstance(body, dict) else None
+        admin = self.sessions.login(session, password) if isinstance(password, str) else None
+        if admin is None:
+            log.info("web login failed")  # never the password
+            await trio.sleep(LOGIN_FAILURE_DELAY)  # slows down guessing
+            return _error(403, "wrong password")
+        log.info("web login")
+        response = JSONResponse({"admin": True, "csrf": admin.csrf})
+        _set_cookie(response, admin)
+        return response
+
+    async def _logout(self, request: Request, session: Session) -> Response:
+        self.sessions.logout(session)
+        response = JSONResponse({"admin": False})
+        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        return response
+
+    def _request_allowed(self, request: Request, session: Session) -> bool:
+        return csrf_ok(session, request.headers.get(CSRF_HEADER)) and same_origin(
+            request.headers.get("origin"), request.headers.get("host"), request.url.scheme
+        )
+
+    def _guard(
+        self,
+        handler: Callable[[Request, Session], Awaitable[Response]],
+        *,
+        admin: bool = True,
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """State-changing endpoints: a session, its CSRF token, this site's Origin, an admin."""
+
+        async def guarded(request: Request) -> Response:
+            session = self._session(request)
+            if session is None or not self._request_allowed(request, session):
+                return _error(403, "cross-site request or missing CSRF token refused")
+            if admin and not session.admin:
+                return _error(401, "log in as admin first")
+            return await handler(request, session)
+
+        return guarded
+
+    # ------------------------------------------------------------------ watching
+
+    async def _rooms(self, request: Request) -> Response:
+        return Response(self.hub.lobby_json(), media_type="application/json")
+
+    async def _game(self, request: Request) -> Response:
+        view = self.hub.games.get(request.path_params["room_id"])
+        if view is None:
+            return _error(404, "no such game")
+        return Response(view.to_json(), media_type="application/json")
+
+    async def _ws_lobby(self, websocket: WebSocket) -> None:
+        await websocket.accept()
+        await self._pump(websocket, self.hub.lobby, self.hub.lobby_json)
+
+    async def _ws_game(self, websocket: WebSocket) -> None:
+        await websocket.accept()
+        view = self.hub.games.get(websocket.path_params["room_id"])
+        if view is None:
+            await websocket.send_text(json.dumps({"missing": True}))
+            await websocket.close()
+            return
+        await self._pump(websocket, view.change, view.to_json)
+
+    async def _pump(
+        self,
+        websocket: WebSocket,
+        change: Change,
+        payload: Callable[[], str],
+        on_message: Callable[[Any], Awaitable[None]] | None = None,
+        rate: float | None = None,
+    ) -> None:
+        """Send the latest snapshot when it changed, at most `rate` (default `viewer_rate`)
+        times a second, until the viewer leaves (its receive side is watched, or its task
+        would leak)."""
+        self.viewers += 1
+        try:
+            await self._pump_until_gone(
+                websocket, change, payload, on_message, rate or self.viewer_rate
+            )
+        finally:
+            self.viewers -= 1
+
+    async def _pump_until_gone(
+        self,
+        websocket: WebSocket,
+        change: Change,
+        payload: Callable[[], str],
+        on_message: Callable[[Any], Awaitable[None]] | None,
+        rate: float,
+    ) -> None:
+        async with trio.open_nursery() as nursery:
+
+            async def receive() -> None:
+                try:
+                    while True:
+                        message = await websocket.receive_text()
+                        if on_message is not None:
+                            await on_message(json.loads(message))
+                except (WebSocketDisconnect, RuntimeError, ValueError):
+                    pass
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(receive)
+            interval = 1.0 / rate
+            # Each viewer looks for a change on its own clock, at a random phase, instead of
+            # waking on the change: a hundred viewers then never wake together right after a
+            # move, when the game's own messages must go out, and their sends spread evenly.
+            try:
+                sent = change.version
+                await websocket.send_text(self._envelope(payload()))
+                await trio.sleep(random.uniform(0.0, interval))
+                while True:
+                    if change.version != sent:
+                        sent = change.version  # the latest snapshot, however many changes came
+                        await websocket.send_text(self._envelope(payload()))
+                    await trio.sleep(interval)
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                nursery.cancel_scope.cancel()
+
+    # ------------------------------------------------------------------ replays
+
+    async def _replays(self, request: Request) -> Response:
+        directory = self.settings.replay_dir
+        files: list[dict[str, Any]] = []
+        if directory.is_dir():
+            for path in directory.iterdir():
+                if path.is_file() and _is_replay_name(path.name):
+                    stat = path.stat()
+                    files.append({"name": path.name, "size": stat.st_size, "mtime": stat.st_mtime})
+        files.sort(key=lambda entry: (-entry["mtime"], entry["name"]))
+        return JSONResponse({"replays": files})
+
+    async def _replay(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        path = self.settings.replay_dir / name
+        if not _is_replay_name(name) or "/" in name or not path.is_file():
+            return _error(404, "no such replay")
+        if path.stat().st_size > MAX_REPLAY_BYTES:
+            return _error(413, "replay file too large")
+        data = await trio.to_thread.run_sync(path.read_bytes)
+        return await self._replay_response(data)
+
+    async def _upload(self, request: Request) -> Response:
+        # Parsing is read-only (nothing is stored), so no session is needed.
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_UPLOAD_BYTES:
+                return _error(413, f"a replay file may have at most {MAX_UPLOAD_BYTES} bytes")
+            chunks.append(chunk)
+        return await self._replay_response(b"".join(chunks))
+
+    async def _replay_response(self, data: bytes) -> Response:
+        try:
+            body = await trio.to_thread.run_sync(_replay_json, data)
+        except (RemoteProtocolError, ValueError, zlib.error) as error:
+            return _error(400, f"not a replay file: {error}")
+        return Response(body, media_type="application/json")
+
+    # ------------------------------------------------------------------ admin
+
+    async def _admin(self, *packets: Any) -> tuple[Any, Response | None]:
+        try:
+            reply = await admin_request(self.game_port, self.settings.password, packets)
+        except (OSError, trio.TooSlowError, RemoteProtocolError) as error:
+            return None, _error(502, f"the game server did not answer: {error}")
+        if reply.errors:
+            return reply, _error(409, "; ".join(reply.errors))
+        return reply, None
+
+    async def _prepare(self, request: Request, session: Session) -> Response:
+        body = await _json_body(request)
+        names = body.get("names", ["", ""])
+        if not (
+            isinstance(names, list) and len(names) == 2 and all(isinstance(n, str) for n in names)
+        ):
+            return _error(400, "names: two strings")
+        timeouts = bool(body.get("timeouts", True))
+        slots = tuple(SlotDescriptor(name[:100], timeouts, True) for name in names)
+        reply, failed = await self._admin(Prepare(GAME_TYPE, bool(body.get("paused")), slots))
+        if failed is not None:
+            return failed
+        prepared = reply.prepared[0]
+        return JSONResponse({"room": prepared.room_id, "reservations": list(prepared.reservations)})
+
+    async def _room_request(
+        self, request: Request, make: Callable[[str, dict[str, Any]], Any]
+    ) -> Response:
+        body = await _json_body(request)
+        room_id = body.get("room")
+        if not isinstance(room_id, str):
+            return _error(400, "room: a room id")
+        _reply, failed = await self._admin(make(room_id, body))
+        return failed or JSONResponse({"ok": True})
+
+    async def _pause(self, request: Request, session: Session) -> Response:
+        return await self._room_request(
+            request, lambda room, body: PauseRequest(room, bool(body.get("pause", True)))
+        )
+
+    async def _step(self, request: Request, session: Session) -> Response:
+        return await self._room_request(request, lambda room, body: StepRequest(room, True))
+
+    async def _cancel(self, request: Request, session: Session) -> Response:
+        return await self._room_request(request, lambda room, body: CancelRequest(room))
+
+    # ------------------------------------------------------------------ playing
+
+    async def _play(self, request: Request, session: Session) -> Response:
+        """A person takes a slot: a room prepared for them (their slot never times out, the
+        other one is open to the next bot's <join>), or a given reservation code."""
+        body = await _json_body(request)
+        for token in [token for token, human in self.humans.items() if human.ended]:
+            del self.humans[token]  # their page has shown the result by now
+        if len(self.humans) >= MAX_HUMANS:
+            return _error(503, "too many people playing")
+        reservation = body.get("reservation")
+        room_id: str | None = None
+        if not isinstance(reservation, str) or not reservation:
+            team = body.get("team", "ONE")
+            name = str(body.get("name", "") or "Mensch")[:100]
+            human = SlotDescriptor(name, False, True)
+            bot = SlotDescriptor(str(body.get("opponent", "") or "")[:100], True, False)
+            slots = (human, bot) if team == "ONE" else (bot, human)
+            reply, failed = await self._admin(Prepare(GAME_TYPE, False, slots))
+            if failed is not None:
+                return failed
+            reservation = reply.prepared[0].reservations[0]
+            room_id = reply.prepared[0].room_id
+        token = secrets.token_urlsafe(16)
+        player = HumanPlayer(token, reservation, session.token)
+        self.humans[token] = player
+        assert self._nursery is not None
+        self._nursery.start_soon(player.run, self.game_port)
+        return JSONResponse({"token": token, "room": room_id})
+
+    async def _ws_play(self, websocket: WebSocket) -> None:
+        await websocket.accept()
+        session = self._session(websocket)
+        player = self.humans.get(websocket.path_params["token"])
+        # Moves are state-changing: only the session that opened the game, from this site.
+        if (
+            player is None
+            or session is None
+            or session.token != player.owner
+            or not same_origin(
+                websocket.headers.get("origin"),
+                websocket.headers.get("host"),
+                "https" if websocket.url.scheme == "wss" else "http",
+            )
+        ):
+            await websocket.send_text(json.dumps({"missing": True}))
+            await websocket.close()
+            return
+
+        async def on_message(message: Any) -> None:
+            error = None
+            try:
+                move = Move(int(message["x"]), int(message["y"]), Direction[message["dir"]])
+            except (KeyError, TypeError, ValueError):
+                error = "malformed move"
+            else:
+                error = await player.move(move)
+            if error is not None:
+                player.errors.append(error)
+                player.change.bump()
+
+        # A person waits for the bot's answer: a faster rate than for watchers.
+        await self._pump(
+            websocket, player.change, partial(_human_json, player), on_message, PLAYER_RATE
+        )
+
+    @staticmethod
+    def _envelope(payload: str) -> str:
+        # The server's wall clock lets the page show running clocks without clock skew.
+        return f'{{"now":{time.time():.3f},"data":{payload}}}'
+
+
+def _human_json(player: HumanPlayer) -> str:
+    state = player.state
+    return json.dumps(
+        {
+            "room": player.room_id,
+            "team": player.team.name if player.team is not None else None,
+            "state": state_json(state, player.previous) if state is not None else None,
+            "myTurn": player.my_turn,
+            "legal": legal_targets(state) if state is not None and player.my_turn else {},
+            "requestedAt": player.requested_at,
+            "result": _result_json(player.result),
+            "errors": player.errors[-5:],
+            "ended": player.ended,
+        },
+        separators=(",", ":"),
+    )
+
+
+def _replay_json(data: bytes) -> str:
+    if data[:2] == b"\x1f\x8b":
+        # Inflate here with a ceiling: gzip.decompress would inflate a bomb without one.
+        inflater = zlib.decompressobj(wbits=31)
+        data = inflater.decompress(data, MAX_REPLAY_BYTES)
+        if inflater.unconsumed_tail:
+            raise ValueError(f"more than {MAX_REPLAY_BYTES} bytes uncompressed")
+    replay = read_replay(data)
+    if not replay.states:
+        raise ValueError("no game state in it")
+    states = [
+        state_json(state, replay.states[index - 1] if index else None)
+        for index, state in enumerate(replay.states)
+    ]
+    names = ["Team ONE", "Team TWO"]
+    if replay.result is not None:
+        for entry, _points in replay.result.scores:
+            if entry.name:
+                names[0 if entry.team is Team.ONE else 1] = entry.name
+    return json.dumps(
+        {"states": states, "result": _result_json(replay.result), "names": names},
+        separators=(",", ":"),
+    )
+
+
+def _is_replay_name(name: str) -> bool:
+    return (
+        not name.startswith(".")
+        and "/" not in name
+        and "\\" not in name
+        and (name.endswith(".xml") or name.endswith(".xml.gz"))
+    )
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _set_cookie(response: Response, session: Session) -> None:
+    response.set_cookie(
+        COOKIE,
+        session.token,
+        max_age=SESSION_SECONDS,
+        path="/",
+        httponly=True,
+        samesite="strict",
+    )
+
+
+_PAGE_HEADERS = {
+    # No framing by other sites (clickjacking the admin buttons), no inline script.
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+    "Cache-Control": "no-cache",
+}

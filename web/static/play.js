@@ -1,0 +1,69 @@
+"use strict";
+Web.markNav("play");
+let me = null, offset = 0, selected = null, socket = null, gamePort = 13050;
+fetch("/api/config").then((r) => r.json()).then((config) => { gamePort = config.gamePort; });
+Web.loadSession().then((session) => {
+  document.getElementById("login-first").hidden = session.admin;
+  document.getElementById("go").disabled = !session.admin;
+});
+document.getElementById("start").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const error = document.getElementById("start-error");
+  error.textContent = "";
+  try {
+    const started = await Web.post("/api/play", {
+      name: document.getElementById("name").value, team: document.getElementById("team").value,
+      reservation: document.getElementById("reservation").value.trim() });
+    document.getElementById("setup").hidden = true;
+    document.getElementById("game").hidden = false;
+    socket = Web.live("/ws/play/" + started.token, (data, serverOffset) => { if (data) { me = data; offset = serverOffset; render(); } });
+  } catch (failure) { error.textContent = failure.message; }
+});
+function render() {
+  const svg = document.getElementById("board");
+  const hint = document.getElementById("hint");
+  const status = document.getElementById("status");
+  if (!me.state) {
+    hint.hidden = false;
+    hint.replaceChildren("Waiting for a bot: start one against ", Web.el("code", {}, location.hostname + ":" + gamePort),
+      " (e.g. ", Web.el("code", {}, "./start.sh -h " + location.hostname + " -p " + gamePort), ").");
+    status.textContent = me.room ? "Room " + me.room + " is open." : "Joining…";
+    return;
+  }
+  hint.hidden = true;
+  const legal = me.legal || {};
+  const selectable = new Set(Object.keys(legal));
+  const targets = new Map();
+  if (selected && legal[selected]) for (const option of legal[selected]) targets.set(option.to[0] + "," + option.to[1], option.dir);
+  Board.render(svg, me.state, {
+    selectable, selected, targets,
+    onCell: (x, y) => {
+      const key = x + "," + y;
+      if (targets.has(key)) {
+        const [sx, sy] = selected.split(",").map(Number);
+        socket.send({ x: sx, y: sy, dir: targets.get(key) });
+        selected = null; me.myTurn = false; me.legal = {};
+        render();
+      } else if (selectable.has(key)) { if (selected !== key) { selected = key; render(); } }
+      else { selected = null; render(); }
+    },
+  });
+  svg.setAttribute("data-turn", me.state.turn);
+  svg.setAttribute("data-my-turn", me.myTurn ? "1" : "0");
+  for (const team of ["ONE", "TWO"]) {
+    const panel = document.getElementById("p-" + team);
+    panel.querySelector(".name").textContent = team === me.team ? "You" : "Bot";
+    panel.querySelector(".swarm").textContent = me.state.swarm[team];
+    panel.classList.toggle("to-move", !me.result && me.state.current === team);
+  }
+  status.textContent = me.result ? "Game over." : me.myTurn ? "Your move: click a fish, then a highlighted field." : "The bot is thinking…";
+  const result = document.getElementById("result");
+  result.hidden = !me.result;
+  result.textContent = Web.resultText(me.result, [me.team === "ONE" ? "You" : "Bot", me.team === "TWO" ? "You" : "Bot"]);
+  document.body.setAttribute("data-over", me.result ? "1" : "0");
+  document.getElementById("errors").textContent = (me.errors || []).join("\n");
+}
+setInterval(() => {
+  const clock = document.getElementById("clock");
+  clock.textContent = me && me.myTurn ? "your clock: " + Web.ms(Date.now() + offset - me.requestedAt * 1000) + " (no time limit for you)" : "";
+}, 200);

@@ -1,0 +1,104 @@
+"use strict";
+Web.markNav("replays");
+Web.loadSession();
+let replay = null, index = 0, timer = null, source = null;
+function hashParams() { return new URLSearchParams(location.hash.slice(1)); }
+function show(i) {
+  if (!replay) return;
+  index = Math.max(0, Math.min(replay.states.length - 1, i));
+  const state = replay.states[index];
+  const svg = document.getElementById("board");
+  Board.render(svg, state);
+  svg.setAttribute("data-turn", state.turn);
+  document.getElementById("nothing").hidden = true;
+  document.getElementById("viewer").hidden = false;
+  for (const [n, team] of [[0, "ONE"], [1, "TWO"]]) {
+    const panel = document.getElementById("p-" + team);
+    panel.querySelector(".name").textContent = replay.names[n];
+    panel.querySelector(".swarm").textContent = state.swarm[team];
+    panel.classList.toggle("to-move", state.current === team && index < replay.states.length - 1);
+  }
+  document.getElementById("turn").value = state.turn;
+  document.getElementById("turn-label").textContent = state.turn;
+  document.getElementById("turn-max").textContent = replay.states[replay.states.length - 1].turn;
+  document.getElementById("move").textContent = state.lastMove ? state.lastMove.text : "start";
+  const atEnd = index === replay.states.length - 1;
+  const result = document.getElementById("result");
+  result.hidden = !(atEnd && replay.result);
+  result.textContent = Web.resultText(replay.result, replay.names);
+  const params = hashParams();
+  params.set("turn", state.turn);
+  if (source) params.set("file", source); else params.delete("file");
+  history.replaceState(null, "", "#" + params.toString());
+  document.getElementById("link").href = location.href;
+}
+function showTurn(turn) {
+  // The first state at or after the turn (as the official replay loader does).
+  let i = replay.states.findIndex((s) => s.turn >= turn);
+  show(i < 0 ? replay.states.length - 1 : i);
+}
+function stop() { clearInterval(timer); timer = null; document.getElementById("play").textContent = "play"; }
+function play() {
+  if (timer) { stop(); return; }
+  if (index >= replay.states.length - 1) show(0);
+  document.getElementById("play").textContent = "pause";
+  timer = setInterval(() => { if (index >= replay.states.length - 1) stop(); else show(index + 1); },
+    Number(document.getElementById("speed").value));
+}
+function load(data, name, turn) {
+  stop(); replay = data; source = name;
+  document.getElementById("upload-error").textContent = "";
+  if (turn != null && !Number.isNaN(turn)) showTurn(turn); else show(0);
+}
+async function loadServerReplay(name, turn) {
+  const response = await fetch("/api/replays/" + encodeURIComponent(name));
+  const data = await response.json();
+  if (!response.ok) { document.getElementById("upload-error").textContent = data.error; return; }
+  load(data, name, turn);
+}
+async function upload(file) {
+  const response = await fetch("/api/replays/upload", { method: "POST", body: file });
+  const data = await response.json().catch(() => ({ error: response.statusText }));
+  if (!response.ok) { document.getElementById("upload-error").textContent = data.error; return; }
+  load(data, null, Number(hashParams().get("turn")));
+}
+document.getElementById("first").onclick = () => { stop(); show(0); };
+document.getElementById("back").onclick = () => { stop(); show(index - 1); };
+document.getElementById("forward").onclick = () => { stop(); show(index + 1); };
+document.getElementById("last").onclick = () => { stop(); show(replay.states.length - 1); };
+document.getElementById("play").onclick = play;
+document.getElementById("speed").onchange = () => { if (timer) { stop(); play(); } };
+document.getElementById("turn").onchange = (event) => { stop(); showTurn(Number(event.target.value)); };
+document.addEventListener("keydown", (event) => {
+  if (!replay || event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
+  const keys = { ArrowLeft: () => show(index - 1), ArrowRight: () => show(index + 1),
+    Home: () => show(0), End: () => show(replay.states.length - 1) };
+  if (keys[event.key]) { stop(); keys[event.key](); event.preventDefault(); }
+  else if (event.key === " ") { play(); event.preventDefault(); }
+});
+window.addEventListener("hashchange", () => {
+  const turn = Number(hashParams().get("turn"));
+  if (replay && !Number.isNaN(turn) && replay.states[index].turn !== turn) showTurn(turn);
+});
+const drop = document.getElementById("drop");
+drop.addEventListener("dragover", (event) => { event.preventDefault(); drop.classList.add("over"); });
+drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+drop.addEventListener("drop", (event) => {
+  event.preventDefault(); drop.classList.remove("over");
+  if (event.dataTransfer.files.length) upload(event.dataTransfer.files[0]);
+});
+document.getElementById("file").addEventListener("change", (event) => {
+  if (event.target.files.length) upload(event.target.files[0]);
+});
+fetch("/api/replays").then((r) => r.json()).then((data) => {
+  const body = document.querySelector("#replays tbody");
+  document.getElementById("no-replays").hidden = data.replays.length > 0;
+  for (const entry of data.replays) {
+    const link = Web.el("a", { href: "#file=" + encodeURIComponent(entry.name), "data-replay": entry.name }, entry.name);
+    link.addEventListener("click", (event) => { event.preventDefault(); loadServerReplay(entry.name, null); });
+    body.append(Web.el("tr", {}, Web.el("td", {}, link),
+      Web.el("td", { class: "small" }, new Date(entry.mtime * 1000).toLocaleString())));
+  }
+});
+const initial = hashParams();
+if (initial.get("file")) loadServerReplay(initial.get("file"), Number(initial.get("turn") ?? NaN));
