@@ -79,7 +79,7 @@ async def test_killed_at_random_points_the_league_resumes_to_exactly_one_result_
             process = await trio.lowlevel.open_process(
                 command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
             )
-            await trio.sleep(chooser.uniform(0.8, 3.0))
+            await trio.sleep(chooser.uniform(1.0, 4.0))
             signum = signal.SIGTERM if kill == 1 else signal.SIGKILL
             process.send_signal(signum)
             with trio.fail_after(30):
