@@ -1,19 +1,36 @@
-"""`piranhas-league`: standings, schedule and record verification for a league (docs/league.md).
+"""`piranhas-league`: play a league, its standings, schedule and record verification
+(docs/league.md).
 
-Exit status: 0 success; 1 `verify` found discrepancies (or unreadable records); 2 a bad league
-file, store or command line.
+Exit status: 0 success; 1 `verify` found discrepancies (or unreadable records), or `run` gave up
+on a game that failed again and again; 2 a bad league file, store or command line; 130 `run`
+interrupted (Ctrl+C, SIGTERM: the same command continues).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from league.config import LeagueConfig, LeagueFileError, load_league
+import trio
+
+from league.config import BotKind, LeagueConfig, LeagueFileError, load_league
 from league.records import RecordError, read_record, verify
+from league.run import (
+    MODES,
+    AsyncStore,
+    GameReport,
+    LeagueRunError,
+    check_mode,
+    describe,
+    display_names,
+    run_league,
+)
 from league.schedule import Match, build_schedule
 from league.standings import Standings, compute_standings
 from league.store import FinishedGame, LeagueStore, StoreError
@@ -33,6 +50,25 @@ def _parser() -> argparse.ArgumentParser:
     standings.add_argument("--html", type=Path, metavar="F", help="also write one HTML page")
     schedule = commands.add_parser("schedule", help="print the schedule")
     schedule.add_argument("league", type=Path, metavar="FILE.toml")
+    run = commands.add_parser("run", help="play every unfinished game (resumes after a stop)")
+    run.add_argument("league", type=Path, metavar="FILE.toml")
+    run.add_argument("--db", type=Path, metavar="F", help="the store (default: the file's)")
+    run.add_argument(
+        "--mode",
+        choices=MODES,
+        help="bots as local processes or in containers (default: process when every team "
+        "is a command, else docker)",
+    )
+    run.add_argument(
+        "--concurrency", type=int, metavar="K", help="games at once (default: the file's)"
+    )
+    run.add_argument(
+        "--standings-every",
+        type=int,
+        default=10,
+        metavar="N",
+        help="print the standings every N finished games (plain output; 0: only at the end)",
+    )
     check = commands.add_parser("verify", help="replay game records and report discrepancies")
     check.add_argument("records", type=Path, nargs="+", metavar="RECORD")
     # Across machines (docs/distributed.md): distribute, worker, status, cancel.
@@ -171,6 +207,162 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if failed else 0
 
 
+def _default_mode(config: LeagueConfig) -> str:
+    commands_only = all(team.bot.kind is BotKind.COMMAND for team in config.teams)
+    return "process" if commands_only else "docker"
+
+
+class _Progress:
+    """Live progress of a run: a rich bar on a terminal, plain lines otherwise (one per
+    finished game, the standings every N games)."""
+
+    def __init__(
+        self,
+        out: TextIO,
+        config: LeagueConfig,
+        matches: tuple[Match, ...],
+        store: AsyncStore,
+        total: int,
+        done: int,
+        standings_every: int,
+    ) -> None:
+        self.out = out
+        self.config = config
+        self.matches = matches
+        self.store = store
+        self.names = display_names(config)
+        self.standings_every = standings_every
+        self.finished = 0
+        self._bar: Any = None
+        self._task: Any = None
+        if out.isatty():
+            try:
+                from rich.console import Console
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeRemainingColumn,
+                )
+            except ImportError:
+                return
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=out),
+            )
+            self._task = self._bar.add_task(config.name, total=total, completed=done)
+
+    def __enter__(self) -> _Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def say(self, line: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(line, markup=False, highlight=False)
+        else:
+            print(line, file=self.out, flush=True)
+
+    async def game(self, report: GameReport) -> None:
+        self.finished += 1
+        self.say(describe(report, self.names))
+        if self._bar is not None:
+            self._bar.advance(self._task)
+        elif self.standings_every and self.finished % self.standings_every == 0:
+            games = await self.store.call(self.store.store.finished_games)
+            standings = compute_standings(self.config, self.matches, games)
+            print(_plain_table(standings), file=self.out, flush=True)
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    config = load_league(args.league)
+    if args.db is not None:
+        config = replace(config, database=args.db)
+    if args.concurrency is not None:
+        if args.concurrency < 1:
+            print("piranhas-league: --concurrency must be at least 1", file=sys.stderr)
+            return 2
+        config = replace(config, concurrency=args.concurrency)
+    mode = args.mode or _default_mode(config)
+    check_mode(config, mode)
+    matches = build_schedule(config)
+    store = AsyncStore(partial(LeagueStore.sqlite, config.database))
+    try:
+        return trio.run(_play, config, matches, store, mode, args, out)
+    finally:
+        store.close()
+
+
+async def _play(
+    config: LeagueConfig,
+    matches: tuple[Match, ...],
+    store: AsyncStore,
+    mode: str,
+    args: argparse.Namespace,
+    out: TextIO,
+) -> int:
+    await store.call(store.store.initialize, config, matches)
+    given_back = await store.call(store.store.reset_running)
+    progress = await store.call(store.store.progress)
+    database = config.database
+    base = database.with_suffix("")
+    print(
+        f"{config.name}: {progress.finished}/{progress.total} games played, {mode} mode, "
+        f"{config.concurrency} at once, store {database}"
+        + (f" ({given_back} unfinished games of a stopped run given back)" if given_back else ""),
+        file=out,
+        flush=True,
+    )
+    interrupted = False
+    failure: str | None = None
+    with (
+        _Progress(
+            out, config, matches, store, progress.total, progress.finished, args.standings_every
+        ) as live,
+        trio.CancelScope() as scope,
+    ):
+        async with trio.open_nursery() as nursery:
+
+            async def on_signal() -> None:
+                nonlocal interrupted
+                with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        interrupted = True
+                        scope.cancel()
+                        return
+
+            nursery.start_soon(on_signal)
+            try:
+                await run_league(
+                    config,
+                    store,
+                    mode=mode,
+                    log_dir=Path(f"{base}.logs"),
+                    records_dir=Path(f"{base}.records"),
+                    on_game=live.game,
+                )
+            except LeagueRunError as error:
+                failure = str(error)
+            nursery.cancel_scope.cancel()
+    games = await store.call(store.store.finished_games)
+    _print_standings(compute_standings(config, matches, games), out)
+    if interrupted:
+        print("interrupted: the same command continues", file=out, flush=True)
+        return 130
+    if failure is not None:
+        print(f"piranhas-league: {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The console entry point."""
     args = _parser().parse_args(argv)
@@ -182,6 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _schedule(args, out)
         if args.command == "verify":
             return _verify(args, out)
+        if args.command == "run":
+            return _run(args, out)
         from fleet.cli import FleetError, dispatch
 
         try:
@@ -190,6 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"piranhas-league: {error}", file=sys.stderr)
             return 2
     except LeagueFileError as error:
+        print(f"piranhas-league: {error}", file=sys.stderr)
+        return 2
+    except LeagueRunError as error:
         print(f"piranhas-league: {error}", file=sys.stderr)
         return 2
     except (StoreError, OSError) as error:

@@ -132,7 +132,9 @@ def test_verify_exit_status_and_listing(tmp_path: Path, capsys: pytest.CaptureFi
     assert "1 of 3 records verified" in out
 
 
-def test_run_is_not_offered_yet() -> None:
-    with pytest.raises(SystemExit) as error:
-        main(["run", "x.toml"])
-    assert error.value.code == 2
+def test_run_of_a_missing_league_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "x.toml"
+    assert main(["run", str(missing)]) == 2
+    assert f"{missing}: cannot read" in capsys.readouterr().err
