@@ -1,6 +1,8 @@
 """Server settings from `server.properties` and the command line.
 
-The file uses the Java properties format and the official keys (§7.1); our own settings
+`Settings` is every setting with its default; `load_settings` reads them. The pieces live beside
+it: `server.properties` (the Java properties format), `server.options` (the table of keys and
+flags, and the command line), `server.values` (one parser per kind of value). The file uses the Java properties format and the official keys (§7.1); our own settings
 use camelCase keys. Unlike the official server, a flag given on the command line wins over the
 file. Every bad value raises `ConfigError` with a message naming the key or flag, the value and
 where it came from; the CLI prints it and exits with status 2.
@@ -8,26 +10,21 @@ where it came from; the CLI prints it and exits with status 2.
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 from engine import GameState
 from protocol.limits import DEFAULT_MAX_PACKET_BYTES
+from server.options import BY_KEY, build_argument_parser, flag_name, parser_for
 from server.properties import parse_properties
 from server.replays import ReplayLoadError, load_start_state
+from server.values import ConfigError as ConfigError  # raised by everything here
 
 PROPERTIES_FILE = "server.properties"
 DEFAULT_PASSWORD = "examplepassword"
-LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
-
-
-class ConfigError(Exception):
-    """A setting has a bad value; the message says which, what and where."""
 
 
 @dataclass(frozen=True)
@@ -83,446 +80,6 @@ class Settings:
 
 
 # ---------------------------------------------------------------------------------------------
-# Values
-
-
-def _parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered == "true":
-        return True
-    if lowered == "false":
-        return False
-    raise ValueError("expected true or false")
-
-
-def _parse_int(text: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise ValueError("not an integer") from None
-
-
-def _parse_port(text: str) -> int:
-    port = _parse_int(text)
-    if not 0 <= port <= 65535:
-        raise ValueError("a port must be between 0 and 65535")
-    return port
-
-
-def _parse_non_negative_int(text: str) -> int:
-    number = _parse_int(text)
-    if number < 0:
-        raise ValueError("must not be negative")
-    return number
-
-
-def _positive_int(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        number = _parse_int(text)
-        if number < minimum:
-            raise ValueError(f"must be at least {minimum}")
-        return number
-
-    return parse
-
-
-def _parse_seconds(text: str) -> float:
-    try:
-        seconds = float(text.strip())
-    except ValueError:
-        raise ValueError("not a number of seconds") from None
-    if not math.isfinite(seconds):
-        raise ValueError("must be a finite number of seconds")
-    if seconds < 0:
-        raise ValueError("must not be negative")
-    return seconds
-
-
-def _parse_positive_seconds(text: str) -> float:
-    seconds = _parse_seconds(text)
-    if seconds == 0:
-        raise ValueError("must be greater than 0")
-    return seconds
-
-
-def _parse_choice(choices: Sequence[str]) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        lowered = text.strip().lower()
-        if lowered not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}")
-        return lowered
-
-    return parse
-
-
-def _parse_text(text: str) -> str:
-    return text  # kept verbatim, as the official server does (trailing spaces included)
-
-
-def _parse_path(text: str) -> Path:
-    stripped = text.strip()
-    if not stripped:
-        raise ValueError("empty path")
-    return Path(stripped)
-
-
-def _parse_web_port(text: str) -> int | None:
-    # "off" and 0 switch the web viewer off (0 is no ephemeral port here: nobody could find it).
-    stripped = text.strip()
-    if stripped.lower() in ("off", "0", ""):
-        return None
-    return _parse_port(stripped)
-
-
-def _parse_host(text: str) -> str:
-    stripped = text.strip()
-    if not stripped:
-        raise ValueError("empty host")
-    return stripped
-
-
-@dataclass(frozen=True)
-class _Option:
-    attribute: str  # Settings field, or "local"/"plugins" which are not fields
-    key: str  # server.properties key
-    flags: tuple[str, ...]  # command-line spellings ("" = no flag)
-    parse: Callable[[str], Any]
-    help: str
-    metavar: str = "VALUE"
-
-
-_OPTIONS = (
-    _Option("password", "password", ("--password",), _parse_text, "admin password", "PW"),
-    _Option("port", "port", ("-p", "--port"), _parse_port, "listen port (default 13050)", "N"),
-    _Option("paused", "paused", (), _parse_bool, "start <join> rooms paused"),
-    _Option("timeout", "timeout", (), _parse_bool, "players of <join> rooms can time out"),
-    _Option("local", "local", (), _parse_bool, "listen on loopback only (default true)"),
-    _Option("save_replay", "saveReplay", (), _parse_bool, "write replays"),
-    _Option(
-        "load_game_file",
-        "loadGameFile",
-        ("--loadGameFile", "--load-game-file"),
-        _parse_path,
-        "start <join> rooms from this replay (.xml or .gz)",
-        "PATH",
-    ),
-    _Option(
-        "turn",
-        "turn",
-        ("--turn",),
-        _parse_non_negative_int,
-        "with --loadGameFile: start at the first state with turn >= N",
-        "N",
-    ),
-    _Option("plugins", "plugins", ("--plugins",), _parse_text, "accepted and ignored", "DIR"),
-    # Our own settings.
-    _Option("host", "host", ("--host",), _parse_host, "listen address (overrides local)", "ADDR"),
-    _Option(
-        "replay_dir",
-        "replayDir",
-        ("--replay-dir", "--replayDir"),
-        _parse_path,
-        "directory for replays (default ./replays)",
-        "DIR",
-    ),
-    _Option(
-        "results_file",
-        "resultsFile",
-        ("--results", "--resultsFile"),
-        _parse_path,
-        "append one JSON line per finished game to FILE",
-        "FILE",
-    ),
-    _Option(
-        "log_format",
-        "logFormat",
-        ("--log-format", "--logFormat"),
-        _parse_choice(("console", "json")),
-        "console (default) or json lines",
-        "FORMAT",
-    ),
-    _Option(
-        "log_level",
-        "logLevel",
-        ("--log-level", "--logLevel"),
-        _parse_choice(LOG_LEVELS),
-        "debug, info (default), warning, error or critical",
-        "LEVEL",
-    ),
-    _Option(
-        "soft_timeout",
-        "softTimeout",
-        ("--soft-timeout", "--softTimeout"),
-        _parse_positive_seconds,
-        "seconds per move before a soft timeout (default 2)",
-        "SECONDS",
-    ),
-    _Option(
-        "hard_timeout",
-        "hardTimeout",
-        ("--hard-timeout", "--hardTimeout"),
-        _parse_positive_seconds,
-        "seconds per move before a hard timeout (default 10)",
-        "SECONDS",
-    ),
-    _Option(
-        "idle_timeout",
-        "idleTimeout",
-        ("--idle-timeout", "--idleTimeout"),
-        _parse_seconds,
-        "close connections idle outside any room after this (default 600, 0 = never)",
-        "SECONDS",
-    ),
-    _Option(
-        "reservation_ttl",
-        "reservationTtl",
-        ("--reservation-ttl", "--reservationTtl"),
-        _parse_seconds,
-        "prepared rooms nobody joins expire after this (default 3600, 0 = never)",
-        "SECONDS",
-    ),
-    _Option(
-        "game_wall_clock_limit",
-        "gameWallClockLimit",
-        ("--game-wall-clock-limit", "--gameWallClockLimit"),
-        _parse_seconds,
-        "a running game is ended after this (default 3600, 0 = never)",
-        "SECONDS",
-    ),
-    _Option(
-        "max_packet_bytes",
-        "maxPacketBytes",
-        ("--max-packet-bytes", "--maxPacketBytes"),
-        _positive_int(1024),
-        f"largest accepted client packet in bytes (default {DEFAULT_MAX_PACKET_BYTES})",
-        "N",
-    ),
-    _Option(
-        "send_buffer_messages",
-        "sendBufferMessages",
-        ("--send-buffer-messages", "--sendBufferMessages"),
-        _positive_int(1),
-        "queued messages before a client that does not read is dropped (default 1000)",
-        "N",
-    ),
-    # Admission limits.
-    _Option(
-        "max_connections",
-        "maxConnections",
-        ("--max-connections", "--maxConnections"),
-        _positive_int(1),
-        "open connections in total; lowered to fit the descriptor limit (default 1000)",
-        "N",
-    ),
-    _Option(
-        "max_connections_per_address",
-        "maxConnectionsPerAddress",
-        ("--max-connections-per-address", "--maxConnectionsPerAddress"),
-        _positive_int(1),
-        "open connections per remote address, loopback exempt (default 64)",
-        "N",
-    ),
-    _Option(
-        "per_address_limit_on_loopback",
-        "perAddressLimitOnLoopback",
-        ("--per-address-limit-on-loopback", "--perAddressLimitOnLoopback"),
-        _parse_bool,
-        "apply maxConnectionsPerAddress to loopback clients too (default false)",
-        "true|false",
-    ),
-    _Option(
-        "max_rooms",
-        "maxRooms",
-        ("--max-rooms", "--maxRooms"),
-        _positive_int(1),
-        "open rooms in total (default 1000)",
-        "N",
-    ),
-    _Option(
-        "max_prepared_rooms",
-        "maxPreparedRooms",
-        ("--max-prepared-rooms", "--maxPreparedRooms"),
-        _positive_int(1),
-        "prepared rooms not started yet (default 500)",
-        "N",
-    ),
-    _Option(
-        "max_rooms_per_connection",
-        "maxRoomsPerConnection",
-        ("--max-rooms-per-connection", "--maxRoomsPerConnection"),
-        _positive_int(1),
-        "rooms one connection plays in at once (default 4)",
-        "N",
-    ),
-    _Option(
-        "login_failures",
-        "loginFailures",
-        ("--login-failures", "--loginFailures"),
-        _positive_int(1),
-        "failed admin logins per address within loginFailureWindow before a lockout (default 5)",
-        "N",
-    ),
-    _Option(
-        "login_failure_window",
-        "loginFailureWindow",
-        ("--login-failure-window", "--loginFailureWindow"),
-        _parse_positive_seconds,
-        "seconds in which loginFailures failures lock an address out (default 60)",
-        "SECONDS",
-    ),
-    _Option(
-        "login_lockout",
-        "loginLockout",
-        ("--login-lockout", "--loginLockout"),
-        _parse_seconds,
-        "seconds an address is refused admin login after too many failures (default 300)",
-        "SECONDS",
-    ),
-    _Option(
-        "login_failure_delay",
-        "loginFailureDelay",
-        ("--login-failure-delay", "--loginFailureDelay"),
-        _parse_seconds,
-        "seconds before a failed admin login is answered (default 1)",
-        "SECONDS",
-    ),
-    _Option(
-        "unix_socket",
-        "unixSocket",
-        ("--unix-socket", "--unixSocket"),
-        _parse_path,
-        "also listen on this Unix domain socket (e.g. for bots in containers)",
-        "PATH",
-    ),
-    # Per-connection limits against hostile clients.
-    _Option(
-        "send_buffer_bytes",
-        "sendBufferBytes",
-        ("--send-buffer-bytes", "--sendBufferBytes"),
-        _positive_int(65536),
-        "bytes queued for a client that does not read before it is dropped (default 4 MiB)",
-        "N",
-    ),
-    _Option(
-        "send_deadline",
-        "sendDeadline",
-        ("--send-deadline", "--sendDeadline"),
-        _parse_positive_seconds,
-        "a client must take all queued bytes within this, or it is dropped (default 30)",
-        "SECONDS",
-    ),
-    _Option(
-        "protocol_deadline",
-        "protocolDeadline",
-        ("--protocol-deadline", "--protocolDeadline"),
-        _parse_seconds,
-        "a new connection must send <protocol> within this (default 10, 0 = never)",
-        "SECONDS",
-    ),
-    _Option(
-        "packet_deadline",
-        "packetDeadline",
-        ("--packet-deadline", "--packetDeadline"),
-        _parse_seconds,
-        "a connection in no room must finish a started packet within this (default 30, 0 = never)",
-        "SECONDS",
-    ),
-    _Option(
-        "max_refusals",
-        "maxRefusals",
-        ("--max-refusals", "--maxRefusals"),
-        _positive_int(1),
-        "refused requests a connection in no room gets before it is closed (default 20)",
-        "N",
-    ),
-    _Option(
-        "web_port",
-        "webPort",
-        ("--web-port", "--webPort"),
-        _parse_web_port,
-        "serve the web viewer (watch, replay, play, admin) on this port (default off; 0/off = off)",
-        "N",
-    ),
-    _Option(
-        "web_host",
-        "webHost",
-        ("--web-host", "--webHost"),
-        _parse_host,
-        "listen address of the web viewer (default 127.0.0.1)",
-        "ADDR",
-    ),
-)
-# Keys are case-sensitive, as in java.util.Properties.
-_BY_KEY = {option.key: option for option in _OPTIONS}
-
-# Command-line-only settings: handled below, not through _OPTIONS.
-_BOOL_FLAGS = {
-    "paused": ("--paused",),
-    "save_replay": ("--saveReplay", "--save-replay"),
-}
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise ConfigError(f"command line: {message} (see --help)")
-
-
-def build_argument_parser() -> argparse.ArgumentParser:
-    """The command line of `piranhas-server` (official flags and ours); values stay text,
-    `parse_settings` converts them with the same parsers as the properties file."""
-    parser = _ArgumentParser(
-        prog="piranhas-server",
-        description=(
-            "Game server for the Software-Challenge game Piranhas (swc_2026_piranhas), "
-            "compatible with the official server 26.1.0. Reads server.properties from the "
-            "working directory; a flag given here wins over the file."
-        ),
-        epilog=(
-            "Every setting also has a server.properties key: the official keys password, "
-            "port, paused, timeout, local, saveReplay, loadGameFile, turn, and our own in "
-            "camelCase (resultsFile, logFormat, softTimeout, ...); see "
-            "server.properties.example. Exit status 2 means a bad setting."
-        ),
-        argument_default=argparse.SUPPRESS,
-        allow_abbrev=False,
-    )
-    parser.add_argument(
-        "--properties",
-        metavar="PATH",
-        help="read this properties file instead of ./server.properties",
-    )
-    parser.add_argument(
-        "--no-timeout",
-        dest="timeout",
-        action="store_const",
-        const="false",
-        help="players of <join> rooms never time out",
-    )
-    parser.add_argument(
-        "--paused",
-        nargs="?",
-        const="true",
-        metavar="true|false",
-        help="start rooms created by <join> paused",
-    )
-    parser.add_argument(
-        "--saveReplay",
-        "--save-replay",
-        dest="save_replay",
-        nargs="?",
-        const="true",
-        metavar="true|false",
-        help="write a replay of every game (official file names) into the replay directory",
-    )
-    for option in _OPTIONS:
-        if option.flags:
-            parser.add_argument(
-                *option.flags, dest=option.attribute, metavar=option.metavar, help=option.help
-            )
-    return parser
-
-
-# ---------------------------------------------------------------------------------------------
 # Loading
 
 
@@ -564,7 +121,7 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
             raise ConfigError(f"{properties_path}: {error}") from None
         for prop in properties:
             where = f"{properties_path}:{prop.line}"
-            option = _BY_KEY.get(prop.key)
+            option = BY_KEY.get(prop.key)
             if option is None:
                 warnings.append(f"{where}: unknown key {prop.key!r} ignored")
                 continue
@@ -573,8 +130,8 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
             sources[option.attribute] = source
 
     for attribute, raw in arguments.items():
-        flag = _flag_name(attribute)
-        parse = _parser_for(attribute)
+        flag = flag_name(attribute)
+        parse = parser_for(attribute)
         source = f"command line: {flag}"
         values[attribute] = _convert(parse, raw, source)
         sources[attribute] = source
@@ -704,25 +261,3 @@ def _convert(parse: Callable[[str], Any], raw: str, where: str) -> Any:
         return parse(raw)
     except ValueError as error:
         raise ConfigError(f"{where} = {raw!r}: {error}") from None
-
-
-def _flag_name(attribute: str) -> str:
-    if attribute == "timeout":
-        return "--no-timeout"
-    if attribute in _BOOL_FLAGS:
-        return _BOOL_FLAGS[attribute][0]
-    for option in _OPTIONS:
-        if option.attribute == attribute:
-            return option.flags[-1] if option.flags[0] == "-p" else option.flags[0]
-    return f"--{attribute}"
-
-
-def _parser_for(attribute: str) -> Callable[[str], Any]:
-    if attribute in ("timeout", *_BOOL_FLAGS):
-        return _parse_bool
-    return next(option.parse for option in _OPTIONS if option.attribute == attribute)
-
-
-def property_keys() -> list[str]:
-    """All keys understood in server.properties, official ones first."""
-    return [option.key for option in _OPTIONS]

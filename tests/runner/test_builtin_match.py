@@ -90,7 +90,7 @@ async def test_greedy_beats_random_significantly(tmp_path: Path) -> None:
     assert stats["wins"] > stats["losses"]
 
 
-@pytest.mark.slow  # ~12 s; tests/bots/test_strength.py shows the same on the engine in the default run
+@pytest.mark.slow  # ~12 s; tests/bots/test_strength.py shows it on the engine by default
 async def test_search_beats_greedy_significantly(tmp_path: Path) -> None:
     run = await run_match(
         tmp_path,

@@ -401,7 +401,7 @@ async def test_unreachable_server(tmp_path: Path) -> None:
 
 
 @pytest.mark.socha
-@pytest.mark.slow  # ~30 s of socha's 0.1 s polls; socha bots also play in tests/server/test_socha.py
+@pytest.mark.slow  # ~30 s of socha's 0.1 s polls; tests/server/test_socha.py plays socha too
 async def test_socha_bots_two_games(tmp_path: Path) -> None:
     pytest.importorskip("socha")
     run = await run_match(

@@ -12,8 +12,8 @@ from server.config import (
     Settings,
     load_settings,
     parse_settings,
-    property_keys,
 )
+from server.options import property_keys
 from server.properties import parse_properties
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from server.config import Settings, load_settings, property_keys
+from server.config import Settings, load_settings
+from server.options import property_keys
 from server.properties import parse_properties
 from tests.helpers.process import REPO
 

@@ -1,0 +1,122 @@
+"""Parsers for setting values, shared by `server.properties` and the command line: each takes
+the text as written and returns the value, or raises ValueError saying what is wrong (the
+caller adds which key or flag and where it came from)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+
+class ConfigError(Exception):
+    """A setting has a bad value; the message says which, what and where."""
+
+
+def parse_bool(text: str) -> bool:
+    """`true` or `false` (any case, surrounding blanks allowed)."""
+    lowered = text.strip().lower()
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    raise ValueError("expected true or false")
+
+
+def parse_int(text: str) -> int:
+    """A whole number."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError("not an integer") from None
+
+
+def parse_port(text: str) -> int:
+    """A TCP port, 0 to 65535 (0 = any free port)."""
+    port = parse_int(text)
+    if not 0 <= port <= 65535:
+        raise ValueError("a port must be between 0 and 65535")
+    return port
+
+
+def parse_non_negative_int(text: str) -> int:
+    """A whole number, 0 or more."""
+    number = parse_int(text)
+    if number < 0:
+        raise ValueError("must not be negative")
+    return number
+
+
+def positive_int(minimum: int) -> Callable[[str], int]:
+    """A parser for whole numbers of at least `minimum`."""
+
+    def parse(text: str) -> int:
+        number = parse_int(text)
+        if number < minimum:
+            raise ValueError(f"must be at least {minimum}")
+        return number
+
+    return parse
+
+
+def parse_seconds(text: str) -> float:
+    """A finite, non-negative number of seconds (0 usually means never)."""
+    try:
+        seconds = float(text.strip())
+    except ValueError:
+        raise ValueError("not a number of seconds") from None
+    if not math.isfinite(seconds):
+        raise ValueError("must be a finite number of seconds")
+    if seconds < 0:
+        raise ValueError("must not be negative")
+    return seconds
+
+
+def parse_positive_seconds(text: str) -> float:
+    """A finite number of seconds greater than 0."""
+    seconds = parse_seconds(text)
+    if seconds == 0:
+        raise ValueError("must be greater than 0")
+    return seconds
+
+
+def parse_choice(choices: Sequence[str]) -> Callable[[str], str]:
+    """A parser for one of `choices` (any case); returns it in lower case."""
+
+    def parse(text: str) -> str:
+        lowered = text.strip().lower()
+        if lowered not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return lowered
+
+    return parse
+
+
+def parse_text(text: str) -> str:
+    """The text as written."""
+    return text  # kept verbatim, as the official server does (trailing spaces included)
+
+
+def parse_path(text: str) -> Path:
+    """A non-empty path (relative paths are resolved by the caller)."""
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError("empty path")
+    return Path(stripped)
+
+
+def parse_web_port(text: str) -> int | None:
+    """A port for the web viewer, or None for off (`0` or `off`)."""
+    # "off" and 0 switch the web viewer off (0 is no ephemeral port here: nobody could find it).
+    stripped = text.strip()
+    if stripped.lower() in ("off", "0", ""):
+        return None
+    return parse_port(stripped)
+
+
+def parse_host(text: str) -> str:
+    """A non-empty host name or address."""
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError("empty host")
+    return stripped
