@@ -8,8 +8,8 @@ too) runs `receive()` in a task of its own.
 
 Errors are few and say whose fault they are:
 
-- `ConnectionClosed`: the stream ended or broke (`reason` says how); every later call
-  raises it again.
+- `ConnectionClosed`: the stream ended or broke (`reason` says how, `protocol_error`
+  whether the server's bytes were at fault); every later call raises it again.
 - `ServerRefused`: the server answered a request with an `<errorpacket>` (`packet` holds it).
 - `trio.TooSlowError`: a `timeout` passed before the awaited message came.
 """
@@ -52,11 +52,14 @@ M = TypeVar("M", bound=ServerMessage)
 
 
 class ConnectionClosed(Exception):
-    """The connection to the server ended or broke; `reason` says how."""
+    """The connection to the server ended or broke; `reason` says how. `protocol_error`:
+    the server's bytes broke the protocol (bad XML, an unknown packet) rather than just
+    ending: the server's fault, worth a bug report."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, protocol_error: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.protocol_error = protocol_error
 
 
 class ServerRefused(Exception):
@@ -82,11 +85,23 @@ class ClientSession:
 
     # ------------------------------------------------------------------ sending
 
-    async def send(self, packet: ClientPacket) -> None:
-        """Send one packet (StreamEnd closes our document). Raises ConnectionClosed."""
+    async def send(self, *packets: ClientPacket) -> None:
+        """Send `packets` in one write, so the server reads them together (StreamEnd closes
+        our document). Raises ConnectionClosed."""
         if self._closed is not None:
             raise self._closed
-        data = self.connection.send(packet)
+        await self._write(b"".join(self.connection.send(packet) for packet in packets))
+
+    async def send_raw(self, data: bytes) -> None:
+        """The escape hatch: write `data` exactly as given, for tests and benchmarks that
+        must break the protocol (a malformed or unrequested packet). The session's own
+        bookkeeping does not see these bytes: a first `send` after them still opens the
+        document with `<protocol>`. Raises ConnectionClosed."""
+        if self._closed is not None:
+            raise self._closed
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
         async with self._send_lock:
             try:
                 await self.stream.send_all(data)
@@ -161,8 +176,9 @@ class ClientSession:
             try:
                 event = self.connection.next_event()
             except RemoteProtocolError as error:
-                reason = "the server closed the connection" if error.eof else error.message
-                raise self._close(reason) from None
+                if error.eof:
+                    raise self._close("the server closed the connection") from None
+                raise self._close(error.message, protocol_error=True) from None
             if not isinstance(event, NeedData):
                 return event
             try:
@@ -215,9 +231,9 @@ class ClientSession:
                 self._close("closed by us")
             await self.stream.aclose()
 
-    def _close(self, reason: str) -> ConnectionClosed:
+    def _close(self, reason: str, *, protocol_error: bool = False) -> ConnectionClosed:
         if self._closed is None:
-            self._closed = ConnectionClosed(reason)
+            self._closed = ConnectionClosed(reason, protocol_error=protocol_error)
         return self._closed
 
 

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from client import ClientSession, ConnectionClosed, ServerRefused, open_session
 from engine import GameState, Team
-from protocol.events import SlotDescriptor
+from protocol.events import Join, MovePacket, SlotDescriptor
 from protocol.messages import (
     ErrorPacket,
     Left,
@@ -235,3 +236,51 @@ async def test_closing_in_a_cancelled_scope_still_says_goodbye() -> None:
             await received.wait()
             assert bytes(data).endswith(b"<close/>\n</protocol>")
             nursery.cancel_scope.cancel()
+
+
+async def test_several_packets_go_out_in_one_write() -> None:
+    # The fast test bot's protocol-error switch relies on it: the server reads both moves
+    # before the opponent can answer the first.
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    session = ClientSession(client_stream)
+    move = GameState.initial(1).legal_moves()[0]
+    with trio.fail_after(LIMIT):
+        await session.send(MovePacket("r", move), MovePacket("r", move))
+        data = await server_stream.receive_some(65536)
+    packet = b'<room roomId="r">'
+    assert data.startswith(b"<protocol>") and data.count(packet) == 2
+
+
+async def test_send_raw_writes_exactly_the_bytes_given() -> None:
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    session = ClientSession(client_stream)
+    with trio.fail_after(LIMIT):
+        await session.send_raw(b"<protocol><yarr")
+        assert await server_stream.receive_some(65536) == b"<protocol><yarr"
+        # The session's own bookkeeping never saw them: its first packet opens a document.
+        await session.send(Join())
+        assert await server_stream.receive_some(65536) == b"<protocol>\n  <join/>"
+        await session.aclose()
+        with pytest.raises(ConnectionClosed):
+            await session.send_raw(b"<join/>")
+
+
+async def test_broken_xml_from_the_server_is_a_protocol_error() -> None:
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    session = ClientSession(client_stream)
+    with trio.fail_after(LIMIT):
+        await server_stream.send_all(b'<protocol>\n  <left roomId="r"></joined>')
+        with pytest.raises(ConnectionClosed) as closed:
+            await session.receive()
+    assert closed.value.protocol_error
+    assert session.closed
+
+
+async def test_an_ended_stream_is_no_protocol_error() -> None:
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    session = ClientSession(client_stream)
+    with trio.fail_after(LIMIT):
+        await server_stream.send_all(b"<protocol>\n</protocol>")
+        with pytest.raises(ConnectionClosed) as closed:
+            await session.receive()
+    assert not closed.value.protocol_error
