@@ -37,11 +37,12 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from client import ConnectionClosed, open_session  # noqa: E402
 from engine import GameState  # noqa: E402
 from protocol import GAME_TYPE  # noqa: E402
-from protocol.events import JoinPrepared, MovePacket, Prepare, SlotDescriptor  # noqa: E402
+from protocol.events import JoinPrepared, Prepare, SlotDescriptor  # noqa: E402
 from protocol.messages import Left, Memento, MoveRequest  # noqa: E402
-from web.sc import ScClient, admin_request  # noqa: E402
+from web.sc import admin_request  # noqa: E402
 from web.wsclient import WebSocketClosed, WsClient  # noqa: E402
 
 PASSWORD = "bench"
@@ -85,12 +86,15 @@ class Series:
 
 
 async def player(port: int, code: str, series: Series, think: float, rng: random.Random) -> None:
-    client = await ScClient.connect(port)
     state: GameState | None = None
     last_sent: float | None = None
-    try:
-        await client.send(JoinPrepared(code))
-        while (message := await client.receive()) is not None:
+    async with open_session("127.0.0.1", port) as session:
+        await session.send(JoinPrepared(code))
+        while True:
+            try:
+                message = await session.receive()
+            except ConnectionClosed:
+                break
             now = time.perf_counter()
             if isinstance(message, Memento):
                 state = message.state
@@ -106,13 +110,11 @@ async def player(port: int, code: str, series: Series, think: float, rng: random
                 last_sent = time.perf_counter()
                 series.sent_at[(message.room_id, state.turn + 1)] = last_sent
                 series.all_sent[(message.room_id, state.turn + 1)] = last_sent
-                await client.send(MovePacket(message.room_id, move))
+                await session.send_move(message.room_id, move)
                 if window.measuring:
                     window.moves += 1
             elif isinstance(message, Left):
                 break
-    finally:
-        await client.aclose()
 
 
 async def play_series(port: int, series: Series, think: float) -> None:
