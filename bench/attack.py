@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.serverprocess import cpu_seconds, free_port, wait_until_listening  # noqa: E402
 from client import ConnectionClosed, ServerRefused, open_session  # noqa: E402
 from protocol.events import JoinPrepared, SlotDescriptor  # noqa: E402
 from protocol.messages import Left, Memento, MoveRequest, ResultMessage  # noqa: E402
@@ -203,36 +203,11 @@ async def attacker(port: int, session: Attack) -> None:
 # ---------------------------------------------------------------- the server process
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited with status {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("server did not start listening")
 
 
 async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, object]:
