@@ -45,8 +45,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.serverprocess import cpu_seconds, free_port, wait_until_listening  # noqa: E402
 from client import ConnectionClosed, ServerRefused, open_session  # noqa: E402
+from engine import GameState, Move  # noqa: E402
 from protocol.events import JoinPrepared, SlotDescriptor  # noqa: E402
-from protocol.messages import Left, Memento, MoveRequest, ResultMessage  # noqa: E402
 
 PASSWORD = "bench"
 PREPARE_FLOOD = (
@@ -62,25 +62,17 @@ Attack = Callable[[trio.SocketStream], Awaitable[None]]
 
 async def instant_bot(port: int, reservation: str) -> tuple[bool, str]:
     """Play one game answering at once; (regular end, reason)."""
-    outcome = (False, "no result")
+
+    async def first_legal(state: GameState) -> Move:
+        return state.legal_moves()[0]
+
     async with open_session("127.0.0.1", port) as client:
         await client.send(JoinPrepared(reservation))
-        state = None
-        while True:
-            try:
-                message = await client.receive()
-            except ConnectionClosed:
-                break
-            if isinstance(message, Left):
-                break
-            if isinstance(message, Memento):
-                state = message.state
-            elif isinstance(message, MoveRequest):
-                assert state is not None
-                await client.send_move(message.room_id, state.legal_moves()[0])
-            elif isinstance(message, ResultMessage):
-                outcome = (message.result.regular, message.result.reason)
-    return outcome
+        try:
+            result = await client.play(first_legal)
+        except ConnectionClosed:
+            result = None
+    return (False, "no result") if result is None else (result.regular, result.reason)
 
 
 async def probe(port: int, games: int, seconds: float) -> dict[str, object]:

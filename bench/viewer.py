@@ -21,6 +21,7 @@ Run:  .venv/bin/python bench/viewer.py [--viewers 100] [--seconds 20] [--games 1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import re
@@ -38,10 +39,9 @@ sys.path.insert(0, str(REPO))
 
 from bench.serverprocess import cpu_seconds, free_port, percentile, wait_until_listening  # noqa: E402
 from client import ConnectionClosed, open_session  # noqa: E402
-from engine import GameState  # noqa: E402
+from engine import GameState, Move  # noqa: E402
 from protocol import GAME_TYPE  # noqa: E402
 from protocol.events import JoinPrepared, Prepare, SlotDescriptor  # noqa: E402
-from protocol.messages import Left, Memento, MoveRequest  # noqa: E402
 from web.sc import admin_request  # noqa: E402
 from web.wsclient import WebSocketClosed, WsClient  # noqa: E402
 
@@ -86,35 +86,24 @@ class Series:
 
 
 async def player(port: int, code: str, series: Series, think: float, rng: random.Random) -> None:
-    state: GameState | None = None
-    last_sent: float | None = None
+    async def choose(state: GameState) -> Move:
+        window = series.shared.window
+        other = series.sent_at.get((series.room, state.turn))
+        if other is not None and window.measuring:
+            window.latencies.append(time.perf_counter() - other)
+        if think:
+            await trio.sleep(think)
+        sent = time.perf_counter()  # the move leaves right after this returns
+        series.sent_at[(series.room, state.turn + 1)] = sent
+        series.all_sent[(series.room, state.turn + 1)] = sent
+        if window.measuring:
+            window.moves += 1
+        return rng.choice(state.legal_moves())
+
     async with open_session("127.0.0.1", port) as session:
         await session.send(JoinPrepared(code))
-        while True:
-            try:
-                message = await session.receive()
-            except ConnectionClosed:
-                break
-            now = time.perf_counter()
-            if isinstance(message, Memento):
-                state = message.state
-            elif isinstance(message, MoveRequest):
-                assert state is not None
-                window = series.shared.window
-                other = series.sent_at.get((message.room_id, state.turn))
-                if other is not None and window.measuring:
-                    window.latencies.append(now - other)
-                if think:
-                    await trio.sleep(think)
-                move = rng.choice(state.legal_moves())
-                last_sent = time.perf_counter()
-                series.sent_at[(message.room_id, state.turn + 1)] = last_sent
-                series.all_sent[(message.room_id, state.turn + 1)] = last_sent
-                await session.send_move(message.room_id, move)
-                if window.measuring:
-                    window.moves += 1
-            elif isinstance(message, Left):
-                break
+        with contextlib.suppress(ConnectionClosed):
+            await session.play(choose)
 
 
 async def play_series(port: int, series: Series, think: float) -> None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import trio
 
-from engine.types import Move
+from engine import GameResult, GameState, Move
 from protocol import GAME_TYPE, ClientConnection, NeedData, RemoteProtocolError
 from protocol.events import (
     Authenticate,
@@ -42,7 +42,17 @@ from protocol.events import (
     StreamEnd,
 )
 from protocol.limits import ProtocolLimits
-from protocol.messages import ErrorPacket, Joined, Observed, Prepared, ServerMessage
+from protocol.messages import (
+    ErrorPacket,
+    Joined,
+    Left,
+    Memento,
+    MoveRequest,
+    Observed,
+    Prepared,
+    ResultMessage,
+    ServerMessage,
+)
 
 RECEIVE_SIZE = 65536  # bytes read per receive_some: the most we buffer ahead of the caller
 DEFAULT_TIMEOUT = 15.0  # for the server's answer to a request (prepare, observe, join)
@@ -217,6 +227,26 @@ class ClientSession:
         message = await self.receive_until(lambda m: isinstance(m, kind), timeout=timeout)
         assert isinstance(message, kind)
         return message
+
+    async def play(self, choose: Callable[[GameState], Awaitable[Move]]) -> GameResult | None:
+        """Play the game this session joined: answer every move request with
+        `await choose(state)` (the state of the last memento), return the game's result once
+        `<left>` came (None if the server sent none). A move request before any memento is
+        the server's protocol error: ConnectionClosed."""
+        state: GameState | None = None
+        result: GameResult | None = None
+        while True:
+            message = await self.receive()
+            if isinstance(message, Memento):
+                state = message.state
+            elif isinstance(message, MoveRequest):
+                if state is None:
+                    raise self._close("a move request before any memento", protocol_error=True)
+                await self.send_move(message.room_id, await choose(state))
+            elif isinstance(message, ResultMessage):
+                result = message.result
+            elif isinstance(message, Left):
+                return result
 
     # ------------------------------------------------------------------ closing
 
