@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,23 +43,10 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from protocol import GAME_TYPE, ClientConnection, NeedData  # noqa: E402
-from protocol.events import (  # noqa: E402
-    Authenticate,
-    JoinPrepared,
-    MovePacket,
-    Prepare,
-    SlotDescriptor,
-)
-from protocol.messages import (  # noqa: E402
-    ErrorPacket,
-    Left,
-    Memento,
-    MoveRequest,
-    Prepared,
-    ResultMessage,
-    ServerMessage,
-)
+from bench.serverprocess import cpu_seconds, free_port, wait_until_listening  # noqa: E402
+from client import ConnectionClosed, ServerRefused, open_session  # noqa: E402
+from engine import GameState, Move  # noqa: E402
+from protocol.events import JoinPrepared, SlotDescriptor  # noqa: E402
 
 PASSWORD = "bench"
 PREPARE_FLOOD = (
@@ -74,52 +60,19 @@ Attack = Callable[[trio.SocketStream], Awaitable[None]]
 # ---------------------------------------------------------------- probe (its own process)
 
 
-class Client:
-    """A socket speaking the protocol through ClientConnection."""
-
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self.connection = ClientConnection()
-
-    @classmethod
-    async def connect(cls, port: int) -> Client:
-        return cls(await trio.open_tcp_stream("127.0.0.1", port))
-
-    async def send(self, packet: object) -> None:
-        await self.stream.send_all(self.connection.send(packet))  # type: ignore[arg-type]
-
-    async def receive(self) -> ServerMessage | None:
-        """The next message, or None at the end of the stream."""
-        while True:
-            try:
-                event = self.connection.next_event()
-            except Exception:
-                return None
-            if not isinstance(event, NeedData):
-                return event
-            data = await self.stream.receive_some(65536)
-            self.connection.receive_data(data)
-
-
 async def instant_bot(port: int, reservation: str) -> tuple[bool, str]:
     """Play one game answering at once; (regular end, reason)."""
-    client = await Client.connect(port)
-    await client.send(JoinPrepared(reservation))
-    state = None
-    outcome = (False, "no result")
-    while True:
-        message = await client.receive()
-        if message is None or isinstance(message, Left):
-            break
-        if isinstance(message, Memento):
-            state = message.state
-        elif isinstance(message, MoveRequest):
-            assert state is not None
-            await client.send(MovePacket(message.room_id, state.legal_moves()[0]))
-        elif isinstance(message, ResultMessage):
-            outcome = (message.result.regular, message.result.reason)
-    await client.stream.aclose()
-    return outcome
+
+    async def first_legal(state: GameState) -> Move:
+        return state.legal_moves()[0]
+
+    async with open_session("127.0.0.1", port) as client:
+        await client.send(JoinPrepared(reservation))
+        try:
+            result = await client.play(first_legal)
+        except ConnectionClosed:
+            result = None
+    return (False, "no result") if result is None else (result.regular, result.reason)
 
 
 async def probe(port: int, games: int, seconds: float) -> dict[str, object]:
@@ -127,29 +80,25 @@ async def probe(port: int, games: int, seconds: float) -> dict[str, object]:
     started = time.monotonic()
     irregular: list[str] = []
     finished = 0
+    slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
     with trio.move_on_after(seconds):
-        admin = await Client.connect(port)
-        await admin.send(Authenticate(PASSWORD))
-        for _ in range(games):
-            slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
-            await admin.send(Prepare(GAME_TYPE, False, slots))
-            while True:
-                message = await admin.receive()
-                if isinstance(message, Prepared):
-                    break
-                if message is None or isinstance(message, ErrorPacket):
-                    raise SystemExit(f"prepare failed: {message}")
-            outcomes: list[tuple[bool, str]] = []
+        async with open_session("127.0.0.1", port, password=PASSWORD) as admin:
+            for _ in range(games):
+                try:
+                    prepared = await admin.prepare(slots, timeout=seconds)
+                except (ConnectionClosed, ServerRefused) as error:
+                    raise SystemExit(f"prepare failed: {error}") from None
+                outcomes: list[tuple[bool, str]] = []
 
-            async def play(code: str, outcomes: list[tuple[bool, str]] = outcomes) -> None:
-                outcomes.append(await instant_bot(port, code))
+                async def play(code: str, outcomes: list[tuple[bool, str]] = outcomes) -> None:
+                    outcomes.append(await instant_bot(port, code))
 
-            async with trio.open_nursery() as nursery:
-                for code in message.reservations:
-                    nursery.start_soon(play, code)
-            finished += 1
-            if not all(regular for regular, _ in outcomes):
-                irregular.append(next(reason for regular, reason in outcomes if not regular))
+                async with trio.open_nursery() as nursery:
+                    for code in prepared.reservations:
+                        nursery.start_soon(play, code)
+                finished += 1
+                if not all(regular for regular, _ in outcomes):
+                    irregular.append(next(reason for regular, reason in outcomes if not regular))
     irregular += ["not finished in time"] * (games - finished)
     return {
         "games": games,
@@ -160,6 +109,8 @@ async def probe(port: int, games: int, seconds: float) -> dict[str, object]:
 
 
 # ---------------------------------------------------------------- attacks
+# Raw byte streams by design: the attackers send what no client session would (malformed,
+# endless or unrequested bytes) and read as carelessly as an attacker does.
 
 
 async def drain(stream: trio.SocketStream, chunk: int = 1 << 20, pause: float = 0.0) -> None:
@@ -244,36 +195,11 @@ async def attacker(port: int, session: Attack) -> None:
 # ---------------------------------------------------------------- the server process
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited with status {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("server did not start listening")
 
 
 async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, object]:

@@ -21,10 +21,10 @@ Run:  .venv/bin/python bench/viewer.py [--viewers 100] [--seconds 20] [--games 1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,11 +37,12 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from engine import GameState  # noqa: E402
+from bench.serverprocess import cpu_seconds, free_port, percentile, wait_until_listening  # noqa: E402
+from client import ConnectionClosed, open_session  # noqa: E402
+from engine import GameState, Move  # noqa: E402
 from protocol import GAME_TYPE  # noqa: E402
-from protocol.events import JoinPrepared, MovePacket, Prepare, SlotDescriptor  # noqa: E402
-from protocol.messages import Left, Memento, MoveRequest  # noqa: E402
-from web.sc import ScClient, admin_request  # noqa: E402
+from protocol.events import JoinPrepared, Prepare, SlotDescriptor  # noqa: E402
+from web.sc import admin_request  # noqa: E402
 from web.wsclient import WebSocketClosed, WsClient  # noqa: E402
 
 PASSWORD = "bench"
@@ -85,34 +86,24 @@ class Series:
 
 
 async def player(port: int, code: str, series: Series, think: float, rng: random.Random) -> None:
-    client = await ScClient.connect(port)
-    state: GameState | None = None
-    last_sent: float | None = None
-    try:
-        await client.send(JoinPrepared(code))
-        while (message := await client.receive()) is not None:
-            now = time.perf_counter()
-            if isinstance(message, Memento):
-                state = message.state
-            elif isinstance(message, MoveRequest):
-                assert state is not None
-                window = series.shared.window
-                other = series.sent_at.get((message.room_id, state.turn))
-                if other is not None and window.measuring:
-                    window.latencies.append(now - other)
-                if think:
-                    await trio.sleep(think)
-                move = rng.choice(state.legal_moves())
-                last_sent = time.perf_counter()
-                series.sent_at[(message.room_id, state.turn + 1)] = last_sent
-                series.all_sent[(message.room_id, state.turn + 1)] = last_sent
-                await client.send(MovePacket(message.room_id, move))
-                if window.measuring:
-                    window.moves += 1
-            elif isinstance(message, Left):
-                break
-    finally:
-        await client.aclose()
+    async def choose(state: GameState) -> Move:
+        window = series.shared.window
+        other = series.sent_at.get((series.room, state.turn))
+        if other is not None and window.measuring:
+            window.latencies.append(time.perf_counter() - other)
+        if think:
+            await trio.sleep(think)
+        sent = time.perf_counter()  # the move leaves right after this returns
+        series.sent_at[(series.room, state.turn + 1)] = sent
+        series.all_sent[(series.room, state.turn + 1)] = sent
+        if window.measuring:
+            window.moves += 1
+        return rng.choice(state.legal_moves())
+
+    async with open_session("127.0.0.1", port) as session:
+        await session.send(JoinPrepared(code))
+        with contextlib.suppress(ConnectionClosed):
+            await session.play(choose)
 
 
 async def play_series(port: int, series: Series, think: float) -> None:
@@ -278,39 +269,6 @@ async def run(
         f"throughput {100 * (watched_rate / base_rate - 1):+.1f} % with {viewers} viewers "
         f"({watched[0].snapshots} snapshots delivered in {watched[1]:.1f} s)"
     )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"server exited with status {process.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("server did not start listening")
-
-
-def percentile(samples: list[float], fraction: float) -> float:
-    if not samples:
-        return float("nan")
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def main() -> None:

@@ -22,8 +22,7 @@ import trio
 
 from bots.players import BOT_NAMES, DEFAULT_BUDGET, Bot, make_bot
 from client import ClientSession, ConnectionClosed, ServerRefused
-from engine import GameState
-from protocol.messages import Left, Memento, MoveRequest, ResultMessage
+from engine import GameState, Move
 
 PROGRAM = "piranhas-bot"
 
@@ -50,26 +49,17 @@ async def play(bot: Bot, host: str, port: int, reservation: str | None, budget: 
     """Join, answer every move request, return the game's result reason after `<left>`."""
     stream = await trio.open_tcp_stream(host, port)
     session = ClientSession(stream)
-    reason = ""
     try:
         if reservation is not None:
             await session.join_prepared(reservation)
         else:
             await session.join()
-        state: GameState | None = None
-        while True:
-            message = await session.receive()
-            if isinstance(message, Memento):
-                state = message.state
-            elif isinstance(message, MoveRequest):
-                if state is None:
-                    raise ConnectionClosed("a move request before any state")
-                move = await trio.to_thread.run_sync(bot.choose, state, budget)
-                await session.send_move(message.room_id, move)
-            elif isinstance(message, ResultMessage):
-                reason = message.result.reason
-            elif isinstance(message, Left):
-                return reason
+
+        async def choose(state: GameState) -> Move:
+            return await trio.to_thread.run_sync(bot.choose, state, budget)
+
+        result = await session.play(choose)
+        return result.reason if result is not None else ""
     finally:
         await session.aclose()
 

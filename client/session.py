@@ -8,8 +8,8 @@ too) runs `receive()` in a task of its own.
 
 Errors are few and say whose fault they are:
 
-- `ConnectionClosed`: the stream ended or broke (`reason` says how); every later call
-  raises it again.
+- `ConnectionClosed`: the stream ended or broke (`reason` says how, `protocol_error`
+  whether the server's bytes were at fault); every later call raises it again.
 - `ServerRefused`: the server answered a request with an `<errorpacket>` (`packet` holds it).
 - `trio.TooSlowError`: a `timeout` passed before the awaited message came.
 """
@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 import trio
 
-from engine.types import Move
+from engine import GameResult, GameState, Move
 from protocol import GAME_TYPE, ClientConnection, NeedData, RemoteProtocolError
 from protocol.events import (
     Authenticate,
@@ -42,7 +42,17 @@ from protocol.events import (
     StreamEnd,
 )
 from protocol.limits import ProtocolLimits
-from protocol.messages import ErrorPacket, Joined, Observed, Prepared, ServerMessage
+from protocol.messages import (
+    ErrorPacket,
+    Joined,
+    Left,
+    Memento,
+    MoveRequest,
+    Observed,
+    Prepared,
+    ResultMessage,
+    ServerMessage,
+)
 
 RECEIVE_SIZE = 65536  # bytes read per receive_some: the most we buffer ahead of the caller
 DEFAULT_TIMEOUT = 15.0  # for the server's answer to a request (prepare, observe, join)
@@ -52,11 +62,14 @@ M = TypeVar("M", bound=ServerMessage)
 
 
 class ConnectionClosed(Exception):
-    """The connection to the server ended or broke; `reason` says how."""
+    """The connection to the server ended or broke; `reason` says how. `protocol_error`:
+    the server's bytes broke the protocol (bad XML, an unknown packet) rather than just
+    ending: the server's fault, worth a bug report."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, protocol_error: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.protocol_error = protocol_error
 
 
 class ServerRefused(Exception):
@@ -82,16 +95,35 @@ class ClientSession:
 
     # ------------------------------------------------------------------ sending
 
-    async def send(self, packet: ClientPacket) -> None:
-        """Send one packet (StreamEnd closes our document). Raises ConnectionClosed."""
+    async def send(self, *packets: ClientPacket) -> None:
+        """Send `packets` in one write, so the server reads them together (StreamEnd closes
+        our document). Raises ConnectionClosed."""
         if self._closed is not None:
             raise self._closed
-        data = self.connection.send(packet)
-        async with self._send_lock:
-            try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
-                raise self._close(f"lost the connection: {error or type(error).__name__}") from None
+        await self._write(b"".join(self.connection.send(packet) for packet in packets))
+
+    async def send_raw(self, data: bytes) -> None:
+        """The escape hatch: write `data` exactly as given, for tests and benchmarks that
+        must break the protocol (a malformed or unrequested packet). The session's own
+        bookkeeping does not see these bytes: a first `send` after them still opens the
+        document with `<protocol>`. Raises ConnectionClosed."""
+        if self._closed is not None:
+            raise self._closed
+        await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        # Uncontended, the bytes go out without a scheduler yield first (send_all still
+        # checkpoints): a move leaves the moment it is sent, not after other tasks ran.
+        try:
+            self._send_lock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._send_lock.acquire()
+        try:
+            await self.stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as error:
+            raise self._close(f"lost the connection: {error or type(error).__name__}") from None
+        finally:
+            self._send_lock.release()
 
     async def authenticate(self, password: str) -> None:
         """Log in as administrator. The server answers only a wrong password (with an
@@ -161,8 +193,9 @@ class ClientSession:
             try:
                 event = self.connection.next_event()
             except RemoteProtocolError as error:
-                reason = "the server closed the connection" if error.eof else error.message
-                raise self._close(reason) from None
+                if error.eof:
+                    raise self._close("the server closed the connection") from None
+                raise self._close(error.message, protocol_error=True) from None
             if not isinstance(event, NeedData):
                 return event
             try:
@@ -195,6 +228,26 @@ class ClientSession:
         assert isinstance(message, kind)
         return message
 
+    async def play(self, choose: Callable[[GameState], Awaitable[Move]]) -> GameResult | None:
+        """Play the game this session joined: answer every move request with
+        `await choose(state)` (the state of the last memento), return the game's result once
+        `<left>` came (None if the server sent none). A move request before any memento is
+        the server's protocol error: ConnectionClosed."""
+        state: GameState | None = None
+        result: GameResult | None = None
+        while True:
+            message = await self.receive()
+            if isinstance(message, Memento):
+                state = message.state
+            elif isinstance(message, MoveRequest):
+                if state is None:
+                    raise self._close("a move request before any memento", protocol_error=True)
+                await self.send_move(message.room_id, await choose(state))
+            elif isinstance(message, ResultMessage):
+                result = message.result
+            elif isinstance(message, Left):
+                return result
+
     # ------------------------------------------------------------------ closing
 
     @property
@@ -215,9 +268,9 @@ class ClientSession:
                 self._close("closed by us")
             await self.stream.aclose()
 
-    def _close(self, reason: str) -> ConnectionClosed:
+    def _close(self, reason: str, *, protocol_error: bool = False) -> ConnectionClosed:
         if self._closed is None:
-            self._closed = ConnectionClosed(reason)
+            self._closed = ConnectionClosed(reason, protocol_error=protocol_error)
         return self._closed
 
 

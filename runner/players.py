@@ -108,22 +108,32 @@ class ProcessLauncher:
     ) -> ProcessPlayer:
         """Start the process with stdout and stderr to `log_path`."""
         argv = [*self.argv, "--host", host, "--port", str(port), "--reservation", reservation]
-        env = dict(os.environ)
-        # Python bots: output reaches the log as it happens, also when the bot is killed.
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        with log_path.open("wb") as log_file:
-            try:
-                process = await trio.lowlevel.open_process(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    # Own process group: Ctrl+C in the terminal reaches only us (the bots do
-                    # not die first and look crashed), and killing the group also gets a
-                    # wrapper's children (start.sh -> java).
-                    start_new_session=True,
-                )
-            except OSError as error:
-                raise MatchError(f"cannot start {name} ({shlex.join(argv)}): {error}") from None
-        return ProcessPlayer(process)
+        return await start_process(argv, log_path, what=f"{name} ({shlex.join(argv)})")
+
+
+async def start_process(
+    argv: Sequence[str], log_path: Path, *, what: str, cwd: str | None = None
+) -> ProcessPlayer:
+    """Start a player process as every launcher of this runner does: stdout and stderr to
+    `log_path`, no stdin, unbuffered Python, a process group of its own. Raises MatchError
+    naming `what` when it cannot start."""
+    env = dict(os.environ)
+    # Python bots: output reaches the log as it happens, also when the bot is killed.
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    with log_path.open("wb") as log_file:
+        try:
+            process = await trio.lowlevel.open_process(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=cwd,
+                # Own process group: Ctrl+C in the terminal reaches only us (the bots do
+                # not die first and look crashed), and killing the group also gets a
+                # wrapper's children (start.sh -> java).
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise MatchError(f"cannot start {what}: {error}") from None
+    return ProcessPlayer(process)

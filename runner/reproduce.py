@@ -48,7 +48,7 @@ from protocol.messages import Left, Memento, MoveRequest, ResultMessage
 from protocol.replay import write_replay
 from runner.game import Observation, file_safe, log_path
 from runner.options import PROGRAM, MatchError, player_command
-from runner.players import ProcessPlayer
+from runner.players import ProcessPlayer, start_process
 from runner.timing import CRASH, ServerGames, violation_kind
 from server.config import Settings
 
@@ -293,26 +293,10 @@ async def _reproduce(
 
 async def start_bot(command: list[str], cwd: str, port: int, log: Path) -> ProcessPlayer:
     """The bot with the contest options, without a reservation: it sends `<join>`."""
-    import os
-    import subprocess
-
     argv = [*command, "--host", "127.0.0.1", "--port", str(port)]
-    env = dict(os.environ)
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    with log.open("wb") as output:
-        try:
-            process = await trio.lowlevel.open_process(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=cwd if Path(cwd).is_dir() else None,
-                start_new_session=True,
-            )
-        except OSError as error:
-            raise MatchError(f"cannot start {shlex.join(argv)}: {error}") from None
-    return ProcessPlayer(process)
+    return await start_process(
+        argv, log, what=shlex.join(argv), cwd=cwd if Path(cwd).is_dir() else None
+    )
 
 
 async def gone_early(bot: ProcessPlayer, answer: Answer, scope: trio.CancelScope) -> None:

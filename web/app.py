@@ -30,6 +30,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from client import ConnectionClosed
 from engine import Direction, Move, Team
 from protocol import GAME_TYPE, RemoteProtocolError
 from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
@@ -334,7 +335,7 @@ class WebViewer:
     async def _admin(self, *packets: Any) -> tuple[Any, Response | None]:
         try:
             reply = await admin_request(self.game_port, self.settings.password, packets)
-        except (OSError, trio.TooSlowError, RemoteProtocolError) as error:
+        except (ConnectionClosed, trio.TooSlowError) as error:
             return None, _error(502, f"the game server did not answer: {error}")
         if reply.errors:
             return reply, _error(409, "; ".join(reply.errors))

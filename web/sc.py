@@ -1,8 +1,5 @@
 """The web viewer as an SC client of its own game server (loopback TCP): admin requests and
-human players. It uses the same wire protocol as any external tool or bot.
-
-Written on `protocol.ClientConnection` directly; the shared `client/` session can replace
-`ScClient` once it exists.
+human players, on `client.ClientSession` like every other client of the project.
 """
 
 from __future__ import annotations
@@ -14,9 +11,9 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
+from client import ClientSession, ConnectionClosed, open_session
 from engine import GameResult, GameState, InvalidMoveError, Move, Team
-from protocol import NEED_DATA, ClientConnection, RemoteProtocolError
-from protocol.events import Authenticate, ClientPacket, CloseRequest, JoinPrepared, MovePacket
+from protocol.events import Authenticate, ClientPacket, CloseRequest, JoinPrepared
 from protocol.messages import (
     ErrorPacket,
     Joined,
@@ -34,44 +31,7 @@ from web.hub import Change
 log = structlog.get_logger("web.sc")
 
 ADMIN_TIMEOUT = 10.0
-
-
-class ScClient:
-    """One SC connection: send packets, receive server messages (None once it ended)."""
-
-    def __init__(self, stream: trio.abc.Stream) -> None:
-        self.stream = stream
-        self.protocol = ClientConnection()
-
-    @classmethod
-    async def connect(cls, port: int, host: str = "127.0.0.1") -> ScClient:
-        """Open a TCP connection to the game server."""
-        return cls(await trio.open_tcp_stream(host, port))
-
-    async def send(self, *packets: ClientPacket) -> None:
-        """Write `packets` in one go."""
-        await self.stream.send_all(b"".join(self.protocol.send(packet) for packet in packets))
-
-    async def receive(self) -> ServerMessage | None:
-        """The next message; None when the server closed the stream."""
-        while True:
-            try:
-                event = self.protocol.next_event()
-            except RemoteProtocolError as error:
-                if error.eof:
-                    return None
-                raise
-            if event is not NEED_DATA:
-                return event
-            try:
-                data = await self.stream.receive_some(65536)
-            except trio.BrokenResourceError:
-                data = b""
-            self.protocol.receive_data(bytes(data))
-
-    async def aclose(self) -> None:
-        """Close the stream."""
-        await self.stream.aclose()
+HOST = "127.0.0.1"  # the game server runs in this process: always loopback
 
 
 @dataclass
@@ -86,19 +46,26 @@ async def admin_request(
     port: int, password: str | None, packets: Sequence[ClientPacket]
 ) -> AdminReply:
     """Authenticate and send `packets` on a fresh loopback connection, then `<close/>`; collect
-    the answers until the server closes it. A wrong password shows in `errors`."""
+    the answers until the server closes it. A wrong password shows in `errors`. Raises
+    ConnectionClosed when the server cannot be reached, trio.TooSlowError when it does not
+    finish answering within ADMIN_TIMEOUT."""
     reply = AdminReply()
     with trio.fail_after(ADMIN_TIMEOUT):
-        client = await ScClient.connect(port)
-        try:
-            await client.send(Authenticate(password), *packets, CloseRequest())
-            while (message := await client.receive()) is not None:
+        async with open_session(HOST, port) as session:
+            # One write: the server answers in order, then closes after <close/>. (Not
+            # session.authenticate: a missing password is sent as such, and refused.)
+            await session.send(Authenticate(password), *packets, CloseRequest())
+            while True:
+                try:
+                    message = await session.receive()
+                except ConnectionClosed as closed:
+                    if closed.protocol_error:
+                        raise
+                    break
                 if isinstance(message, Prepared):
                     reply.prepared.append(message)
                 elif isinstance(message, ErrorPacket):
                     reply.errors.append(message.message)
-        finally:
-            await client.aclose()
     return reply
 
 
@@ -122,27 +89,26 @@ class HumanPlayer:
         self.errors: list[str] = []
         self.ended = False
         self.change = Change()
-        self._client: ScClient | None = None
+        self._session: ClientSession | None = None
 
     async def run(self, port: int) -> None:
         """Play until the game ends or the connection breaks."""
         try:
-            client = self._client = await ScClient.connect(port)
-            await client.send(JoinPrepared(self.reservation))
-            while (message := await client.receive()) is not None:
-                self._on(message)
-                self.change.bump()
-                if isinstance(message, Left):
-                    break
-            await client.send(CloseRequest())
-        except (OSError, trio.BrokenResourceError, RemoteProtocolError) as error:
-            self.errors.append(f"connection to the game server failed: {error}")
+            async with open_session(HOST, port) as session:
+                self._session = session
+                await session.send(JoinPrepared(self.reservation))
+                while True:
+                    message = await session.receive()
+                    self._on(message)
+                    self.change.bump()
+                    if isinstance(message, Left):
+                        break
+        except ConnectionClosed as error:
+            self.errors.append(f"connection to the game server failed: {error.reason}")
         finally:
             self.ended = True
             self.my_turn = False
             self.change.bump()
-            if self._client is not None:
-                await self._client.aclose()
 
     def _on(self, message: ServerMessage) -> None:
         if isinstance(message, Joined):
@@ -164,7 +130,8 @@ class HumanPlayer:
 
     async def move(self, move: Move) -> str | None:
         """Send `move` if it is this player's turn and legal; else say why not."""
-        if not self.my_turn or self.state is None or self._client is None or self.room_id is None:
+        session = self._session
+        if not self.my_turn or self.state is None or session is None or self.room_id is None:
             return "it is not your turn"
         try:
             self.state.apply(move)
@@ -172,5 +139,8 @@ class HumanPlayer:
             return str(error)
         self.my_turn = False
         self.change.bump()
-        await self._client.send(MovePacket(self.room_id, move))
+        try:
+            await session.send_move(self.room_id, move)
+        except ConnectionClosed as error:
+            return f"the move did not reach the game server: {error.reason}"
         return None

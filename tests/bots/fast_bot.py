@@ -22,6 +22,11 @@ Without --reservation it sends a plain `<join>` (a room opened by a server start
 
 It prints its process id first, so a test can check that it was killed, and exits 0 after
 the server's `<left>`.
+
+Deliberately not on `client.ClientSession` (the project's one client session): the container
+tests run this file inside the contest's bot image, which has python3 and lxml but no trio
+(tests/sandbox/sandbox_bot.py). So it keeps a blocking socket around the sans-IO
+`protocol.ClientConnection`, the core the session wraps too.
 """
 
 from __future__ import annotations

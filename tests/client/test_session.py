@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from client import ClientSession, ConnectionClosed, ServerRefused, open_session
-from engine import GameState, Team
-from protocol.events import SlotDescriptor
+from engine import GameState, Move, Team
+from protocol.events import Join, MovePacket, SlotDescriptor
 from protocol.messages import (
     ErrorPacket,
     Left,
@@ -235,3 +236,95 @@ async def test_closing_in_a_cancelled_scope_still_says_goodbye() -> None:
             await received.wait()
             assert bytes(data).endswith(b"<close/>\n</protocol>")
             nursery.cancel_scope.cancel()
+
+
+async def test_several_packets_go_out_in_one_write() -> None:
+    # The fast test bot's protocol-error switch relies on it: the server reads both moves
+    # before the opponent can answer the first.
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    session = ClientSession(client_stream)
+    move = GameState.initial(1).legal_moves()[0]
+    with trio.fail_after(LIMIT):
+        await session.send(MovePacket("r", move), MovePacket("r", move))
+        data = await server_stream.receive_some(65536)
+    packet = b'<room roomId="r">'
+    assert data.startswith(b"<protocol>") and data.count(packet) == 2
+
+
+async def test_send_raw_writes_exactly_the_bytes_given() -> None:
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    session = ClientSession(client_stream)
+    with trio.fail_after(LIMIT):
+        await session.send_raw(b"<protocol><yarr")
+        assert await server_stream.receive_some(65536) == b"<protocol><yarr"
+        # The session's own bookkeeping never saw them: its first packet opens a document.
+        await session.send(Join())
+        assert await server_stream.receive_some(65536) == b"<protocol>\n  <join/>"
+        await session.aclose()
+        with pytest.raises(ConnectionClosed):
+            await session.send_raw(b"<join/>")
+
+
+async def test_broken_xml_from_the_server_is_a_protocol_error() -> None:
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    session = ClientSession(client_stream)
+    with trio.fail_after(LIMIT):
+        await server_stream.send_all(b'<protocol>\n  <left roomId="r"></joined>')
+        with pytest.raises(ConnectionClosed) as closed:
+            await session.receive()
+    assert closed.value.protocol_error
+    assert session.closed
+
+
+async def test_an_ended_stream_is_no_protocol_error() -> None:
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    session = ClientSession(client_stream)
+    with trio.fail_after(LIMIT):
+        await server_stream.send_all(b"<protocol>\n</protocol>")
+        with pytest.raises(ConnectionClosed) as closed:
+            await session.receive()
+    assert not closed.value.protocol_error
+
+
+async def first_legal(state: GameState) -> Move:
+    return state.legal_moves()[0]
+
+
+async def test_play_answers_every_request_and_returns_the_result() -> None:
+    asked: list[int] = []
+
+    async def counting(state: GameState) -> Move:
+        asked.append(state.turn)
+        return state.legal_moves()[0]
+
+    with trio.fail_after(LIMIT):
+        async with (
+            running_server() as port,
+            open_session("127.0.0.1", port) as one,
+            open_session("127.0.0.1", port) as two,
+        ):
+            room_id = (await one.join()).room_id
+            await two.join_room(room_id)
+            results = []
+            async with trio.open_nursery() as nursery:
+
+                async def play(session: ClientSession, choose: Any) -> None:
+                    results.append(await session.play(choose))
+
+                nursery.start_soon(play, one, counting)
+                nursery.start_soon(play, two, first_legal)
+    assert len(results) == 2 and results[0] == results[1]
+    assert results[0] is not None and results[0].regular
+    assert asked == list(range(0, 2 * len(asked), 2))  # team ONE moves on even turns
+
+
+async def test_a_move_request_before_any_memento_is_a_protocol_error() -> None:
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    session = ClientSession(client_stream)
+    with trio.fail_after(LIMIT):
+        await server_stream.send_all(
+            b'<protocol>\n  <room roomId="r">\n    <data class="moveRequest"/>\n  </room>'
+        )
+        with pytest.raises(ConnectionClosed, match="before any memento") as closed:
+            await session.play(first_legal)
+    assert closed.value.protocol_error

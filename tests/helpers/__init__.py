@@ -2,7 +2,8 @@
 
 - `tests.helpers.lobby`: fake peers (`FakePeer`), a running lobby (`Harness`), `start_game`,
   `result_of` — the lobby without sockets;
-- `tests.helpers.rawclient`: `RawClient`, a raw protocol client over TCP or a memory stream;
+- `tests.helpers.rawclient`: `RawClient`, the client session with every received byte kept and
+  exact bytes out, over TCP or a memory stream; `RecordingStream`;
 - `tests.helpers.server`: `running_server` (the whole server in-process on loopback port 0)
   and `join_pair`;
 - `tests.helpers.process`: the repository paths, the environment for subprocesses of this

@@ -47,8 +47,8 @@ import structlog
 import trio
 
 import server.app as app_module
+from client import ClientSession, ConnectionClosed
 from engine import Direction, GameResult, GameState, Move, Team
-from protocol import NEED_DATA, ClientConnection, RemoteProtocolError
 from protocol.events import (
     GAME_TYPE,
     Authenticate,
@@ -85,6 +85,7 @@ from protocol.replay import read_replay
 from server.app import serve
 from server.config import Settings
 from server.lobby import SHUTDOWN_REASON, Lobby, Room, wall_clock_reason
+from tests.helpers.rawclient import RecordingStream
 
 PASSWORD = "chaos-pw"
 SOFT_TIMEOUT = 0.2
@@ -119,14 +120,16 @@ class World:
 
 
 class Bot:
-    """One TCP client: typed packets out, every server message in (validated as it comes)."""
+    """One TCP client: typed packets out, every server message in (validated as it comes).
+    A `client.ClientSession` over a recording stream; the misbehaving kinds break the
+    protocol through the session's escape hatch, `send_raw`."""
 
     def __init__(self, world: World, kind: str, stream: trio.SocketStream) -> None:
         self.world = world
         self.kind = kind
         self.stream = stream
-        self.protocol = ClientConnection()
-        self.raw = bytearray()
+        self.recording = RecordingStream(stream)
+        self.session = ClientSession(self.recording)
         self.messages: list[ServerMessage] = []
         self.ended = False  # the server ended the stream (EOF or reset)
         self.joined: list[str] = []
@@ -157,14 +160,24 @@ class Bot:
     def __repr__(self) -> str:
         return f"<{self.kind} bot, last messages {self.messages[-4:]!r}>"
 
+    @property
+    def raw(self) -> bytearray:
+        """Everything the server sent, verbatim."""
+        return self.recording.raw
+
     async def send(self, *packets: ClientPacket) -> bool:
         """False if the connection is gone."""
-        return await self.send_raw(b"".join(self.protocol.send(packet) for packet in packets))
+        try:
+            await self.session.send(*packets)
+        except ConnectionClosed:
+            return False
+        return True
 
     async def send_raw(self, data: bytes) -> bool:
+        """False if the connection is gone."""
         try:
-            await self.stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            await self.session.send_raw(data)
+        except ConnectionClosed:
             return False
         return True
 
@@ -172,25 +185,15 @@ class Bot:
         """The next message, or None once the server ended the stream."""
         try:
             with trio.fail_after(timeout):
-                while True:
-                    try:
-                        event = self.protocol.next_event()
-                    except RemoteProtocolError as error:
-                        assert error.eof, f"{self!r}: the server sent broken XML: {error.message}"
-                        self.ended = True
-                        return None
-                    if event is not NEED_DATA:
-                        assert not isinstance(event, type(NEED_DATA))
-                        self._note(event)
-                        return event
-                    try:
-                        data = await self.stream.receive_some(65536)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        data = b""
-                    self.raw += data
-                    self.protocol.receive_data(bytes(data))
+                message = await self.session.receive()
         except trio.TooSlowError:
             raise AssertionError(f"{self!r}: no message from the server for {timeout} s") from None
+        except ConnectionClosed as closed:
+            assert not closed.protocol_error, f"{self!r}: the server sent broken XML: {closed}"
+            self.ended = True
+            return None
+        self._note(message)
+        return message
 
     async def until(self, done: Callable[[ServerMessage], bool]) -> ServerMessage | None:
         while True:

@@ -6,10 +6,10 @@ import random
 
 import trio
 
+from client import ConnectionClosed, open_session
 from engine import GameResult, GameState
-from protocol.events import Join, JoinPrepared, MovePacket
+from protocol.events import Join, JoinPrepared
 from protocol.messages import Left, Memento, MoveRequest, ResultMessage
-from web.sc import ScClient
 
 
 async def random_bot(
@@ -25,12 +25,15 @@ async def random_bot(
     the result. Every state it sees is appended to `states`; with `gate`, each move waits
     for an item from it (both bots may share one gate)."""
     chooser = random.Random(seed)
-    client = await ScClient.connect(port)
     result: GameResult | None = None
     state: GameState | None = None
-    try:
-        await client.send(JoinPrepared(reservation) if reservation else Join(None))
-        while (message := await client.receive()) is not None:
+    async with open_session("127.0.0.1", port) as session:
+        await session.send(JoinPrepared(reservation) if reservation else Join(None))
+        while True:
+            try:
+                message = await session.receive()
+            except ConnectionClosed:
+                break
             if isinstance(message, Memento):
                 state = message.state
                 if states is not None:
@@ -42,11 +45,9 @@ async def random_bot(
                 if gate is not None:
                     await gate.receive()
                 move = chooser.choice(state.legal_moves())
-                await client.send(MovePacket(message.room_id, move))
+                await session.send_move(message.room_id, move)
             elif isinstance(message, ResultMessage):
                 result = message.result
             elif isinstance(message, Left):
                 break
-    finally:
-        await client.aclose()
     return result
