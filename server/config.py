@@ -2,7 +2,9 @@
 
 `Settings` is every setting with its default; `load_settings` reads them. The pieces live beside
 it: `server.properties` (the Java properties format), `server.options` (the table of keys and
-flags, and the command line), `server.values` (one parser per kind of value). The file uses the Java properties format and the official keys (§7.1); our own settings
+flags, and the command line), `server.values` (one parser per kind of value).
+
+The file uses the Java properties format and the official keys (§7.1); our own settings
 use camelCase keys. Unlike the official server, a flag given on the command line wins over the
 file. Every bad value raises `ConfigError` with a message naming the key or flag, the value and
 where it came from; the CLI prints it and exits with status 2.

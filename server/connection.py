@@ -193,6 +193,12 @@ class Connection:
                     cause = await self._read_loop()
                 if self._stop_cause is not None:
                     cause = self._stop_cause
+                elif cause is DisconnectCause.RECEIVED_DISCONNECT:
+                    # A <close/> right after a wrong password: the delayed answer (and the
+                    # answers to what came between) still go out first, after the delay. Closing
+                    # early must not be a way around the delay, nor lose the answers.
+                    with trio.move_on_after(self._settings.login_failure_delay + CLOSE_GRACE):
+                        await self._lobby.wait_for_held_answers(self)
                 self._leave_lobby(cause)
                 self._outbox_in.close()
                 self._write_scope.deadline = min(

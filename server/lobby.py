@@ -252,6 +252,7 @@ class _Member:
     room_quota: Episode | None = None  # refused for maxRoomsPerConnection, until it fits again
     # Requests that arrived while a failed login's answer is delayed (None: not delaying).
     held: list[tuple[ClientPacket, float]] | None = None
+    released: trio.Event | None = None  # set when nothing is held any more
 
 
 @dataclass(eq=False)
@@ -393,6 +394,8 @@ class Lobby:
             if len(member.held) >= MAX_HELD_PACKETS:
                 log.info("too many requests during a failed-login delay", peer=peer.name)
                 member.held = None
+                if member.released is not None:
+                    member.released.set()
                 peer.close()
                 return
             member.held.append((packet, received_at))
@@ -621,6 +624,9 @@ class Lobby:
         delay = self.settings.login_failure_delay
         if delay > 0:
             member.held = []
+            if member.released is not None:
+                member.released.set()  # a waiter on the previous hold looks again
+            member.released = trio.Event()
             self.timers.call_later(delay, lambda: self._answer_failed_login(peer, member, error))
         else:
             peer.send(error)
@@ -636,6 +642,16 @@ class Lobby:
             if member.held is not None:  # another failed login: the rest waits behind it
                 member.held.extend(held[index + 1 :])
                 return
+        if member.released is not None:
+            member.released.set()
+
+    async def wait_for_held_answers(self, peer: Peer) -> None:
+        """Return once no failed-login answer is held back for `peer` (at once when none is):
+        its connection said <close/> and must first get the answers to what it sent."""
+        member = self._members.get(peer)
+        while member is not None and member.held is not None and member.released is not None:
+            await member.released.wait()
+            member = self._members.get(peer)
 
     def _lockout_over(self, address: str, record: _LoginRecord) -> None:
         if record.locked_until > trio.current_time():

@@ -390,3 +390,20 @@ async def test_stream_transport_stamps_bytes_when_read(
     await client.aclose()
     with pytest.raises(trio.BrokenResourceError):
         await transport.receive()
+
+
+async def test_close_right_after_a_wrong_password_still_gets_the_delayed_answers(
+    make_harness: HarnessFactory, nursery: trio.Nursery, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A client that sends a wrong password, a request and <close/> in one write (as an admin
+    tool does) gets both answers, in order, after the failed-login delay; then the close. A
+    <close/> is neither a way around the delay nor a way to lose the answers."""
+    harness: Harness = await make_harness(password="secret", login_failure_delay=2)
+    client = await connect(nursery, harness)
+    start = trio.current_time()
+    await client.send(Authenticate("wrong"), Observe("r"), CloseRequest())
+    refused = await client.expect(ErrorPacket, timeout=10)
+    assert "AuthenticationFailedException" in refused.message
+    assert trio.current_time() - start >= 2
+    assert "requires authentication" in (await client.expect(ErrorPacket)).message
+    await client.expect_closed()
