@@ -14,7 +14,7 @@ from league.records import record_game, write_record
 from league.schedule import Match, ScheduledGame, build_schedule
 from league.store import GameOutcome, LeagueStore
 
-TEAMS = {"haie": "Die Haie", "barsche": "Flinke Barsche", "hechte": "Hechte"}
+TEAMS = {"haie": "Die Haie", "barsche": "Flinke Barsche", "hechte": "Hechte", "zander": "Zander"}
 
 
 @dataclass
@@ -49,7 +49,7 @@ class League:
 
 def play(league: League, game: ScheduledGame) -> tuple[GameState, bytes, GameOutcome]:
     """A random game to the end; its final state, record and outcome."""
-    rng = random.Random(game.board_seed)
+    rng = random.Random(f"{game.match_id}-{game.number}")
     state = GameState.initial(game.board_seed)
     moves = []
     while not state.is_over:
@@ -79,7 +79,7 @@ def play(league: League, game: ScheduledGame) -> tuple[GameState, bytes, GameOut
 
 
 def make_league(directory: Path, *, games: int = 2) -> League:
-    """Three teams, `games` games a match, an initialised store next to the file."""
+    """Four teams (six matches), `games` games a match, an initialised store next to the file."""
     lines = ['name = "Testliga"', f"games_per_match = {games}", "seed = 11"]
     lines.append('database = "liga.sqlite"')
     for team_id, name in TEAMS.items():

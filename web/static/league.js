@@ -34,10 +34,10 @@ function renderCrosstable(data) {
   body.replaceChildren();
   order.forEach((team, i) => {
     const cells = data.standings.crosstable[team] || {};
-    body.append(Web.el("tr", { "data-team": team }, Web.el("th", {}, (i + 1) + " " + data.names[team]),
+    body.append(Web.el("tr", { "data-team": team }, Web.el("td", {}, (i + 1) + " ", Web.el("b", {}, data.names[team])),
       ...order.map((other) => other === team
         ? Web.el("td", { class: "self" }, "")
-        : Web.el("td", { class: "num" }, (cells[other] || []).join(" "))));
+        : Web.el("td", { class: "num" }, (cells[other] || []).join(" ")))));
   });
 }
 function renderMatches(data) {
