@@ -184,6 +184,24 @@ def test_the_viewer_never_writes_to_the_store(league: League) -> None:
         store.close()
 
 
+def test_reads_see_the_last_commit_while_the_league_writes(league: League) -> None:
+    """While the league writes (a write transaction held open), the viewer reads the last
+    committed state."""
+    league.play_next(1)
+    writer = sqlite3.connect(league.database, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("DELETE FROM results")  # not committed: the viewer sees the last commit
+    try:
+        store = LeagueStore(ReadOnlySQLite(league.database))
+        try:
+            assert len(store.finished_games()) == 1
+        finally:
+            store.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_web_league_settings(tmp_path: Path) -> None:
     settings, _ = parse_settings(["--web-league", "liga.toml"], tmp_path)
     assert settings.web_league == tmp_path / "liga.toml" and settings.web_league_db is None

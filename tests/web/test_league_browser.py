@@ -3,6 +3,7 @@ a match opened from its page in the replay viewer, stepped to a turn, shows the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 import trio
 
 from engine import GameState
-from league.records import read_record
+from league.records import read_record, write_record
 from league.standings import compute_standings
 from league.store import LeagueStore
 from server.config import Settings
@@ -92,12 +93,35 @@ async def test_standings_then_a_game_of_a_match_in_the_replay_viewer(
         info = await browser.run(page.text_content, "#record-info")
         assert info is not None and "match 1, game 2" in info
         assert await browser.run(page.is_hidden, "#discrepancies")
-        record = next(f.outcome.record for f in finished if (f.game.match_id, f.game.number) == (1, 2))
+        record = next(
+            f.outcome.record for f in finished if (f.game.match_id, f.game.number) == (1, 2)
+        )
         assert record is not None
         for turn in (0, 9, 10):
-            await browser.run(lambda: page.fill("#turn", str(turn)))
+            await browser.run(page.fill, "#turn", str(turn))
             await browser.run(lambda: page.press("#turn", "Enter"))
             await browser.run(page.wait_for_selector, f'svg#board[data-turn="{turn}"]')
             assert await browser.run(lambda: dom_board(page)) == engine_board(
                 state_at_turn(record, turn)
             )
+
+        # A record whose result differs from the engine's, opened as a file: the page says so.
+        stored = read_record(record.encode())
+        tampered = write_record(
+            dataclasses.replace(
+                stored, result=dataclasses.replace(stored.result, reason="erfunden")
+            )
+        )
+        await browser.run(
+            lambda: page.set_input_files(
+                "#file",
+                files=[{"name": "x.xml", "mimeType": "application/xml", "buffer": tampered}],
+            )
+        )
+        await browser.run(page.wait_for_selector, "#discrepancies:not([hidden])")
+        text = await browser.run(page.text_content, "#discrepancies")
+        assert text is not None and "reason" in text and "erfunden" in text
+        await browser.run(lambda: screenshot(page, "league-record"))
+        # The turn named in the address (10) stays: the same game, with the page's warning.
+        assert await browser.run(page.get_attribute, "svg#board", "data-turn") == "10"
+        assert await browser.run(lambda: dom_board(page)) == engine_board(state_at_turn(record, 10))

@@ -53,6 +53,10 @@ function showRecord(data) {
   if (data.record) {
     const r = data.record;
     info.textContent = "Game record: " + r.league + ", round " + r.round + ", match " + r.match + ", game " + r.number;
+    if (leagueGame) {
+      info.append(" · ", Web.el("a", { href: "/league/match/" + r.match }, "the match"), " · ",
+        Web.el("a", { href: "/api/league/records/" + r.match + "/" + r.number + ".xml" }, "the record (XML)"));
+    }
   }
   const box = document.getElementById("discrepancies");
   const found = data.discrepancies || [];
