@@ -359,7 +359,7 @@ class WebViewer:
             return await self.league.snapshot()
         except LeagueUnavailable as error:
             log.warning("league unavailable", error=str(error))
-            return _error(503, str(error))
+            return _error(503, error.public)
 
     async def _league(self, request: Request) -> Response:
         snapshot = await self._league_snapshot()

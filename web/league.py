@@ -30,10 +30,16 @@ from league.store import FinishedGame, LeagueStore
 log = structlog.get_logger("web.league")
 
 POLL_SECONDS = 3.0
+_STORE_UNREADABLE = "the league store cannot be read (the server log says why)"
 
 
 class LeagueUnavailable(Exception):
-    """The league file or its store cannot be read (the message says why)."""
+    """The league file or its store cannot be read: `public` says which to a page (no paths,
+    nothing of the file), the message says why for the log."""
+
+    def __init__(self, public: str, detail: str) -> None:
+        super().__init__(detail)
+        self.public = public
 
 
 class _ReadOnlyTransaction:
@@ -155,7 +161,10 @@ def _read(league_file: Path, database: Path | None) -> LeagueSnapshot:
     try:
         config = load_league(league_file)
     except (OSError, LeagueFileError) as error:
-        raise LeagueUnavailable(f"league file {league_file}: {error}") from error
+        raise LeagueUnavailable(
+            "the league file cannot be read (the server log says why)",
+            f"league file {league_file}: {error}",
+        ) from error
     matches = build_schedule(config)
     path = database if database is not None else config.database
     finished: list[FinishedGame] = []
@@ -165,7 +174,9 @@ def _read(league_file: Path, database: Path | None) -> LeagueSnapshot:
             finished = store.finished_games()
         except sqlite3.Error as error:
             if "no such table" not in str(error):  # created, not initialised yet
-                raise LeagueUnavailable(f"league store {path}: {error}") from error
+                raise LeagueUnavailable(
+                    _STORE_UNREADABLE, f"league store {path}: {error}"
+                ) from error
         finally:
             store.close()
     standings = compute_standings(config, matches, finished)
@@ -196,7 +207,7 @@ class LeagueView:
                         _read, self.league_file, self.database
                     )
                 except sqlite3.Error as error:
-                    raise LeagueUnavailable(f"league store: {error}") from error
+                    raise LeagueUnavailable(_STORE_UNREADABLE, f"league store: {error}") from error
                 self._read_at = trio.current_time()
             return self._snapshot
 

@@ -167,7 +167,17 @@ async def test_an_unreadable_league_file_is_reported(running: Running, league: L
     league.file.write_text("name = [broken\n", encoding="utf-8")
     with trio.fail_after(20):
         status, body = await Browser(running.url).get("/api/league")
-    assert status == 503 and "league file" in body["error"]
+    assert status == 503 and "league file cannot be read" in body["error"]
+    assert str(league.file.parent) not in body["error"]  # no paths to anonymous pages
+
+
+async def test_an_unreadable_store_is_reported(running: Running, league: League) -> None:
+    assert running.viewer.league is not None
+    running.viewer.league.poll_seconds = 0.0
+    league.database.write_bytes(b"no database here " * 512)
+    with trio.fail_after(20):
+        status, body = await Browser(running.url).get("/api/league")
+    assert status == 503 and "league store cannot be read" in body["error"]
 
 
 def test_the_viewer_never_writes_to_the_store(league: League) -> None:
