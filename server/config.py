@@ -76,6 +76,10 @@ class Settings:
     # The web viewer (web/): its port (None = off, the default) and listen address.
     web_port: int | None = None
     web_host: str = "127.0.0.1"
+    # A league the viewer shows (/league): its league file and store (None = the file's
+    # `database`). Only read by web/, which opens the store read-only.
+    web_league: Path | None = None
+    web_league_db: Path | None = None
     # The state loaded from `load_game_file` at `turn` (validated once at start-up, so every
     # room can reuse it); None without a load_game_file.
     start_state: GameState | None = field(default=None, compare=False, repr=False)
@@ -168,7 +172,14 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
             "every game and try the admin password; prefer 127.0.0.1 behind a reverse proxy"
         )
 
-    for path_attribute in ("replay_dir", "load_game_file", "results_file", "unix_socket"):
+    for path_attribute in (
+        "replay_dir",
+        "load_game_file",
+        "results_file",
+        "unix_socket",
+        "web_league",
+        "web_league_db",
+    ):
         if path_attribute in values:
             values[path_attribute] = cwd / values[path_attribute]
     values.setdefault("replay_dir", cwd / "replays")

@@ -299,6 +299,22 @@ OPTIONS = (
         "listen address of the web viewer (default 127.0.0.1)",
         "ADDR",
     ),
+    Option(
+        "web_league",
+        "webLeague",
+        ("--web-league", "--webLeague"),
+        parse_path,
+        "show this league (its league file) on the web viewer's /league pages (default none)",
+        "FILE.toml",
+    ),
+    Option(
+        "web_league_db",
+        "webLeagueDb",
+        ("--web-league-db", "--webLeagueDb"),
+        parse_path,
+        "the store of --web-league, read only (default: the league file's database)",
+        "FILE",
+    ),
 )
 # Keys are case-sensitive, as in java.util.Properties.
 BY_KEY = {option.key: option for option in OPTIONS}

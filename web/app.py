@@ -40,6 +40,13 @@ from server.feed import ObserverFeed
 from web.auth import COOKIE, CSRF_HEADER, SESSION_SECONDS, Session, Sessions, csrf_ok, same_origin
 from web.board import legal_targets, state_json
 from web.hub import Change, GameHub, _result_json
+from web.league import (
+    LeagueUnavailable,
+    LeagueView,
+    RecordError,
+    looks_like_record,
+    record_replay,
+)
 from web.sc import HumanPlayer, admin_request
 
 log = structlog.get_logger("web")
@@ -70,6 +77,11 @@ class WebViewer:
         self.viewers = 0  # open live sockets (each one task pair while open)
         self.game_port = 0
         self._nursery: trio.Nursery | None = None
+        self.league = (
+            LeagueView(settings.web_league, settings.web_league_db)
+            if settings.web_league is not None
+            else None
+        )
         self.app = self._build_app()
 
     @property
@@ -113,6 +125,8 @@ class WebViewer:
                 Route("/replays", page("replays.html")),
                 Route("/play", page("play.html")),
                 Route("/admin", page("admin.html")),
+                Route("/league", page("league.html")),
+                Route("/league/match/{match_id:int}", page("match.html")),
                 Route("/api/session", self._session_info),
                 Route("/api/config", self._config),
                 Route("/api/login", self._login, methods=["POST"]),
@@ -122,6 +136,10 @@ class WebViewer:
                 Route("/api/replays", self._replays),
                 Route("/api/replays/upload", self._upload, methods=["POST"]),
                 Route("/api/replays/{name}", self._replay),
+                Route("/api/league", self._league),
+                Route("/api/league/matches/{match_id:int}", self._league_match),
+                Route("/api/league/records/{match_id:int}/{number:int}", self._league_replay),
+                Route("/api/league/records/{match_id:int}/{number:int}.xml", self._league_record),
                 Route("/api/admin/prepare", self._guard(self._prepare), methods=["POST"]),
                 Route("/api/admin/pause", self._guard(self._pause), methods=["POST"]),
                 Route("/api/admin/step", self._guard(self._step), methods=["POST"]),
@@ -161,6 +179,7 @@ class WebViewer:
                 "softTimeoutMs": self.settings.soft_timeout * 1000,
                 "gamePort": self.game_port,
                 "viewerRate": self.viewer_rate,
+                "league": self.league is not None,
             }
         )
 
@@ -326,9 +345,63 @@ class WebViewer:
     async def _replay_response(self, data: bytes) -> Response:
         try:
             body = await trio.to_thread.run_sync(_replay_json, data)
+        except RecordError as error:
+            return _error(400, f"not a game record: {error}")
         except (RemoteProtocolError, ValueError, zlib.error) as error:
             return _error(400, f"not a replay file: {error}")
         return Response(body, media_type="application/json")
+
+    # ------------------------------------------------------------------ league
+
+    async def _league_snapshot(self) -> Any:
+        if self.league is None:
+            return _error(404, "no league configured (--web-league FILE.toml)")
+        try:
+            return await self.league.snapshot()
+        except LeagueUnavailable as error:
+            log.warning("league unavailable", error=str(error))
+            return _error(503, error.public)
+
+    async def _league(self, request: Request) -> Response:
+        snapshot = await self._league_snapshot()
+        if isinstance(snapshot, Response):
+            return snapshot
+        return JSONResponse(snapshot.to_json())
+
+    async def _league_match(self, request: Request) -> Response:
+        snapshot = await self._league_snapshot()
+        if isinstance(snapshot, Response):
+            return snapshot
+        match = snapshot.match_json(request.path_params["match_id"])
+        if match is None:
+            return _error(404, "no such match")
+        return JSONResponse(match)
+
+    async def _stored_record(self, request: Request) -> str | Response:
+        snapshot = await self._league_snapshot()
+        if isinstance(snapshot, Response):
+            return snapshot
+        record = snapshot.record(request.path_params["match_id"], request.path_params["number"])
+        if record is None:
+            return _error(404, "no record of this game (yet)")
+        return str(record)
+
+    async def _league_replay(self, request: Request) -> Response:
+        record = await self._stored_record(request)
+        if isinstance(record, Response):
+            return record
+        return await self._replay_response(record.encode())
+
+    async def _league_record(self, request: Request) -> Response:
+        record = await self._stored_record(request)
+        if isinstance(record, Response):
+            return record
+        name = f"match{request.path_params['match_id']:03d}-game{request.path_params['number']}"
+        return Response(
+            record,
+            media_type="application/xml",
+            headers={"Content-Disposition": f'attachment; filename="{name}.xml"'},
+        )
 
     # ------------------------------------------------------------------ admin
 
@@ -474,6 +547,20 @@ def _replay_json(data: bytes) -> str:
         data = inflater.decompress(data, MAX_REPLAY_BYTES)
         if inflater.unconsumed_tail:
             raise ValueError(f"more than {MAX_REPLAY_BYTES} bytes uncompressed")
+    extra: dict[str, Any] = {}
+    if looks_like_record(data):
+        # A league game record: replayed by the engine into an official replay, and checked.
+        record, data, discrepancies = record_replay(data)
+        extra = {
+            "record": {
+                "league": record.league,
+                "round": record.round,
+                "match": record.match,
+                "number": record.number,
+                "date": record.date,
+            },
+            "discrepancies": discrepancies,
+        }
     replay = read_replay(data)
     if not replay.states:
         raise ValueError("no game state in it")
@@ -487,7 +574,7 @@ def _replay_json(data: bytes) -> str:
             if entry.name:
                 names[0 if entry.team is Team.ONE else 1] = entry.name
     return json.dumps(
-        {"states": states, "result": _result_json(replay.result), "names": names},
+        {"states": states, "result": _result_json(replay.result), "names": names, **extra},
         separators=(",", ":"),
     )
 

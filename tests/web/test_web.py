@@ -339,6 +339,16 @@ async def test_replay_uploads_parse_and_bad_ones_are_refused(
         assert status == 413
 
 
+async def test_without_a_league_the_league_pages_say_so(running: Running) -> None:
+    with trio.fail_after(20):
+        browser = Browser(running.url)
+        status, body = await browser.get("/api/league")
+        assert status == 404 and "--web-league" in body["error"]
+        assert (await browser.get("/api/league/records/1/1"))[0] == 404
+        status, config = await browser.get("/api/config")
+        assert config["league"] is False
+
+
 async def test_viewers_get_coalesced_snapshots_and_leave_no_task_behind(
     running: Running,
 ) -> None:

@@ -60,3 +60,10 @@ const Web = {
     if (link) link.classList.add("active");
   },
 };
+// The League link only where a league is configured.
+document.addEventListener("DOMContentLoaded", () => {
+  fetch("/api/config").then((r) => r.json()).then((config) => {
+    const link = document.querySelector('header nav a[data-nav="league"]');
+    if (link && config.league) link.hidden = false;
+  }).catch(() => {});
+});

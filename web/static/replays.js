@@ -1,7 +1,7 @@
 "use strict";
 Web.markNav("replays");
 Web.loadSession();
-let replay = null, index = 0, timer = null, source = null;
+let replay = null, index = 0, timer = null, source = null, leagueGame = null;
 function hashParams() { return new URLSearchParams(location.hash.slice(1)); }
 function show(i) {
   if (!replay) return;
@@ -29,6 +29,7 @@ function show(i) {
   const params = hashParams();
   params.set("turn", state.turn);
   if (source) params.set("file", source); else params.delete("file");
+  if (leagueGame) params.set("league", leagueGame); else params.delete("league");
   history.replaceState(null, "", "#" + params.toString());
   document.getElementById("link").href = location.href;
 }
@@ -45,9 +46,27 @@ function play() {
   timer = setInterval(() => { if (index >= replay.states.length - 1) stop(); else show(index + 1); },
     Number(document.getElementById("speed").value));
 }
-function load(data, name, turn) {
-  stop(); replay = data; source = name;
+function showRecord(data) {
+  // A league game record: which game it is, and where it differs from the engine's replay.
+  const info = document.getElementById("record-info");
+  info.hidden = !data.record;
+  if (data.record) {
+    const r = data.record;
+    info.textContent = "Game record: " + r.league + ", round " + r.round + ", match " + r.match + ", game " + r.number;
+    if (leagueGame) {
+      info.append(" · ", Web.el("a", { href: "/league/match/" + r.match }, "the match"), " · ",
+        Web.el("a", { href: "/api/league/records/" + r.match + "/" + r.number + ".xml" }, "the record (XML)"));
+    }
+  }
+  const box = document.getElementById("discrepancies");
+  const found = data.discrepancies || [];
+  box.hidden = found.length === 0;
+  box.querySelector("ul").replaceChildren(...found.map((text) => Web.el("li", {}, text)));
+}
+function load(data, name, turn, league) {
+  stop(); replay = data; source = name; leagueGame = league || null;
   document.getElementById("upload-error").textContent = "";
+  showRecord(data);
   if (turn != null && !Number.isNaN(turn)) showTurn(turn); else show(0);
 }
 async function loadServerReplay(name, turn) {
@@ -55,6 +74,13 @@ async function loadServerReplay(name, turn) {
   const data = await response.json();
   if (!response.ok) { document.getElementById("upload-error").textContent = data.error; return; }
   load(data, name, turn);
+}
+async function loadLeagueGame(game, turn) {
+  const [match, number] = game.split("-");
+  const response = await fetch("/api/league/records/" + encodeURIComponent(match) + "/" + encodeURIComponent(number));
+  const data = await response.json().catch(() => ({ error: response.statusText }));
+  if (!response.ok) { document.getElementById("upload-error").textContent = data.error; return; }
+  load(data, null, turn, game);
 }
 async function upload(file) {
   const response = await fetch("/api/replays/upload", { method: "POST", body: file });
@@ -102,3 +128,4 @@ fetch("/api/replays").then((r) => r.json()).then((data) => {
 });
 const initial = hashParams();
 if (initial.get("file")) loadServerReplay(initial.get("file"), Number(initial.get("turn") ?? NaN));
+else if (initial.get("league")) loadLeagueGame(initial.get("league"), Number(initial.get("turn") ?? NaN));
