@@ -1,7 +1,14 @@
-"""Wire-protocol speed: µs to parse one move packet and to serialise one memento and one
-result (best of several rounds, per operation).
+"""Wire-protocol speed: µs to parse one move packet (server side) and one memento (client
+side), and to serialise one memento and one result (best of several rounds, per operation).
 
     python bench/protocol.py [--number N] [--repeat R]
+
+With PYTHONPATH=<another checkout> it measures that checkout's code (this one's comes after
+it on sys.path), so two versions can be compared back to back. On a busy machine, compare
+versions of the byte reader in one process instead, timed in turns (`git show
+<commit>:protocol/_reader.py > /tmp/old_reader.py` for an old one):
+
+    python bench/protocol.py --readers /tmp/old_reader.py protocol/_reader.py
 
 "memento (cold)" renders a state never rendered before (the engine's `rows()` included);
 "memento (warm)" is each further send of the same state (both players, observers, replay),
@@ -11,16 +18,22 @@ which hits the per-state cache.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import random
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# sys.path[0] is this folder, whose engine.py and protocol.py would shadow the packages.
+# This checkout comes last, so that PYTHONPATH=<another checkout> measures that one.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from engine import GameState, PlayerEntry, Team, game_result
-from protocol import NEED_DATA, ServerConnection
+from protocol import NEED_DATA, ClientConnection, ServerConnection
+from protocol.limits import ProtocolLimits
 from protocol.messages import Memento, ResultMessage, _render_state
 
 # Exactly what socha 4.3.9 sends for a move.
@@ -53,12 +66,62 @@ def midgame_states(count: int) -> list[GameState]:
     return states
 
 
+def compare_readers(paths: list[str], number: int, repeat: int) -> None:
+    """µs per packet of PacketReader (bytes in, packet out; no decoding) from each given
+    version of protocol/_reader.py, measured in turns in one process so that the machine's
+    load hits every version alike; the best round of each."""
+    modules = []
+    for index, path in enumerate(paths):
+        spec = importlib.util.spec_from_file_location(f"reader_{index}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules.append(module)
+    memento = (
+        ServerConnection().send(Memento("r", midgame_states(1)[0])).removeprefix(b"<protocol>")
+    )
+    segments = [memento[i : i + 1448] for i in range(0, len(memento), 1448)]
+    cases = [
+        ("move packet", [MOVE_PACKET], number),
+        ("memento, one chunk", [memento], number // 10),
+    ]
+    cases.append((f"memento, {len(segments)} chunks", segments, number // 10))
+    print(
+        f"{'µs per packet, best of ' + str(repeat) + ' rounds':<28}"
+        + "".join(f"{p[-40:]:>42}" for p in paths)
+    )
+    for label, chunks, count in cases:
+        readers = []
+        for module in modules:
+            reader = module.PacketReader(ProtocolLimits())
+            reader.feed(b"<protocol>")
+            assert reader.next_packet() is None
+            readers.append(reader)
+        best = [float("inf")] * len(readers)
+        for _ in range(repeat):
+            for index, reader in enumerate(readers):
+                began = time.perf_counter()
+                for _ in range(count):
+                    for chunk in chunks:
+                        reader.feed(chunk)
+                        reader.next_packet()
+                    reader.next_packet()
+                best[index] = min(best[index], (time.perf_counter() - began) / count)
+        print(f"{label:<28}" + "".join(f"{micros * 1e6:42.2f}" for micros in best))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--number", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--readers", nargs="+", metavar="PATH", help="compare versions of protocol/_reader.py"
+    )
     args = parser.parse_args()
     number, repeat = args.number, args.repeat
+    if args.readers:
+        compare_readers(args.readers, number, repeat)
+        return
 
     conn = ServerConnection()
     conn.receive_data(b"<protocol>")
@@ -78,11 +141,37 @@ def main() -> None:
         _render_state(next(state_iter), 3)
 
     memento = Memento("7436c247-5a67-4eca-9b17-fceab576b083", states[0])
+    memento_bytes = ServerConnection().send(memento).removeprefix(b"<protocol>")
+    client = ClientConnection()
+    client.receive_data(b"<protocol>")
+    assert client.next_event() is NEED_DATA
+    # As TCP may cut it: segments of a typical MSS.
+    segments = [memento_bytes[i : i + 1448] for i in range(0, len(memento_bytes), 1448)]
+
+    def parse_memento() -> None:
+        client.receive_data(memento_bytes)
+        client.next_event()
+        client.next_event()
+
+    def parse_memento_in_segments() -> None:
+        for segment in segments:
+            client.receive_data(segment)
+            client.next_event()
+        client.next_event()
+
     players = [PlayerEntry(Team.ONE, "Spieler 1"), PlayerEntry(Team.TWO, "Spieler 2")]
     result = ResultMessage(memento.room_id, game_result(states[0], players))
 
     figures = [
         ("parse one move packet (receive_data + next_event)", best_us(parse_move, number, repeat)),
+        (
+            f"parse one memento, client side ({len(memento_bytes)} bytes in one chunk)",
+            best_us(parse_memento, number // 10, repeat),
+        ),
+        (
+            f"  same, in {len(segments)} chunks of at most 1448 bytes",
+            best_us(parse_memento_in_segments, number // 10, repeat),
+        ),
         ("serialise one memento, cold (new state)", best_us(memento_cold, number // 4, repeat)),
         ("  of which engine GameState.rows()", best_us(rows_state.rows, number // 4, repeat)),
         (
