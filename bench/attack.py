@@ -662,72 +662,74 @@ async def run_disk_full_scenario(args: argparse.Namespace) -> dict[str, object]:
     disk, log = workdir / "disk", workdir / "server.log"
     results, replays = disk / "results.jsonl", disk / "replays"
     disk.mkdir()
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES},mode=0755", "tmpfs", str(disk)],
-        check=True,
-    )
     try:
-        stats = os.statvfs(disk)
-        filler = stats.f_bavail * stats.f_frsize - args.disk_room * 1024
-        (disk / "filler").write_bytes(b"\0" * max(0, filler))
-        extra = [
-            "--results",
-            str(results),
-            "--replay-dir",
-            str(replays),
-            "--saveReplay",
-            "--log-format",
-            "json",
-        ]
-        server, port = start_server(args, workdir, extra, log=log)
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES},mode=0755", "tmpfs", str(disk)],
+            check=True,
+        )
         try:
-            cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(fill_disk_after_first_replay, disk, replays)
-                probe_process = await trio.run_process(
-                    probe_command(args, port), capture_stdout=True, check=True
-                )
-                nursery.cancel_scope.cancel()
-            cpu = (cpu_seconds(server.pid) - cpu_before) / (time.monotonic() - wall_before)
-            rss = peak_rss_mb(server.pid)
+            stats = os.statvfs(disk)
+            filler = stats.f_bavail * stats.f_frsize - args.disk_room * 1024
+            (disk / "filler").write_bytes(b"\0" * max(0, filler))
+            extra = [
+                "--results",
+                str(results),
+                "--replay-dir",
+                str(replays),
+                "--saveReplay",
+                "--log-format",
+                "json",
+            ]
+            server, port = start_server(args, workdir, extra, log=log)
+            try:
+                cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(fill_disk_after_first_replay, disk, replays)
+                    probe_process = await trio.run_process(
+                        probe_command(args, port), capture_stdout=True, check=True
+                    )
+                    nursery.cancel_scope.cancel()
+                cpu = (cpu_seconds(server.pid) - cpu_before) / (time.monotonic() - wall_before)
+                rss = peak_rss_mb(server.pid)
+            finally:
+                stop_server(server)
+            result: dict[str, object] = json.loads(probe_process.stdout)
+            entries = log_entries(log)
+            valid, lines, rooms, whole = results_integrity(results)
+            lost = [entry for entry in entries if "RESULT NOT RECORDED" in str(entry.get("event"))]
+            lost_rooms = {str(entry.get("record", {}).get("room")) for entry in lost}
+            probe_rooms = set(map(str, result["rooms"]))  # type: ignore[call-overload]
+            finals, complete, leftovers = replay_integrity(replays)
+            replays_lost = sum(
+                str(entry.get("event")).startswith("replay not saved") for entry in entries
+            )
+            full = sum("No space left" in str(entry.get("error", "")) for entry in entries)
+            result.update(
+                attack="diskfull",
+                connections=0,
+                rss_mb=round(rss),
+                cpu=round(cpu, 2),
+                results_valid=valid,
+                results_lines=lines,
+                results_file_ends_whole=whole,
+                not_recorded_in_log=len(lost),
+                probe_games_accounted=len(probe_rooms & (rooms | lost_rooms)),
+                replays=finals,
+                replays_complete=complete,
+                replays_not_saved_in_log=replays_lost,
+                temporary_files_left=leftovers,
+                no_space_errors=full,
+            )
+            result["integrity"] = (
+                f"results {valid}/{lines} lines valid{'' if whole else ' (torn end)'}, "
+                f"{len(lost)} lost in log, {len(probe_rooms & (rooms | lost_rooms))}/"
+                f"{len(probe_rooms)} games accounted; replays {complete}/{finals} complete, "
+                f"{replays_lost} not saved (log), {leftovers} tmp"
+            )
+            return result
         finally:
-            stop_server(server)
-        result: dict[str, object] = json.loads(probe_process.stdout)
-        entries = log_entries(log)
-        valid, lines, rooms, whole = results_integrity(results)
-        lost = [entry for entry in entries if "RESULT NOT RECORDED" in str(entry.get("event"))]
-        lost_rooms = {str(entry.get("record", {}).get("room")) for entry in lost}
-        probe_rooms = set(map(str, result["rooms"]))  # type: ignore[call-overload]
-        finals, complete, leftovers = replay_integrity(replays)
-        replays_lost = sum(
-            str(entry.get("event")).startswith("replay not saved") for entry in entries
-        )
-        full = sum("No space left" in str(entry.get("error", "")) for entry in entries)
-        result.update(
-            attack="diskfull",
-            connections=0,
-            rss_mb=round(rss),
-            cpu=round(cpu, 2),
-            results_valid=valid,
-            results_lines=lines,
-            results_file_ends_whole=whole,
-            not_recorded_in_log=len(lost),
-            probe_games_accounted=len(probe_rooms & (rooms | lost_rooms)),
-            replays=finals,
-            replays_complete=complete,
-            replays_not_saved_in_log=replays_lost,
-            temporary_files_left=leftovers,
-            no_space_errors=full,
-        )
-        result["integrity"] = (
-            f"results {valid}/{lines} lines valid{'' if whole else ' (torn end)'}, "
-            f"{len(lost)} lost in log, {len(probe_rooms & (rooms | lost_rooms))}/"
-            f"{len(probe_rooms)} games accounted; replays {complete}/{finals} complete, "
-            f"{replays_lost} not saved (log), {leftovers} tmp"
-        )
-        return result
+            subprocess.run(["umount", str(disk)], check=False)
     finally:
-        subprocess.run(["umount", str(disk)], check=False)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
