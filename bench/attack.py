@@ -38,7 +38,8 @@ Scenarios (`--attacks`, comma-separated; "none" is the baseline):
              parses and it ends with a whole line, every game is either in it or in the
              log's "RESULT NOT RECORDED" lines (with the record), every replay under a final
              name is complete, no temporary file is left
-Attackers reconnect whenever the server closes them.
+Attackers connect from 127.0.0.2 (the probe from 127.0.0.1) and reconnect whenever the
+server closes them.
 
 Run:  .venv/bin/python bench/attack.py [--attacks none,prepare,...] [--server-root DIR]
 (`--server-root` runs the server from another checkout, for before/after figures; the last
@@ -94,6 +95,10 @@ PREPARE_FLOOD = (
     b'<prepare gameType="swc_2026_piranhas">' + b"<slot/>" * 9000 + b"</prepare>"
 )  # 63 KB, as in the issue
 WRONG_AUTH = b'<authenticate password="wrong"/>' * 100
+# Attackers connect from another loopback address than the probe: the server locks an address
+# out of admin login after failed logins, which would otherwise lock the probe's admin out too.
+# (Loopback is still exempt from the per-address connection cap.)
+ATTACKER = "127.0.0.2"
 
 Attack = Callable[[trio.SocketStream], Awaitable[None]]
 
@@ -279,7 +284,7 @@ async def attacker(port: int, session: Attack) -> None:
     """One hostile connection, reconnecting whenever the server ends it."""
     while True:
         try:
-            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=ATTACKER)
         except OSError:
             await trio.sleep(0.1)
             continue
@@ -434,7 +439,7 @@ async def hold_connection(port: int, tally: Holders) -> None:
     whenever the server refuses or closes it."""
     while True:
         try:
-            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=ATTACKER)
         except OSError:
             await trio.sleep(HOLDER_RETRY_SECONDS)
             continue
