@@ -1,15 +1,17 @@
 """Attack benchmark: do hostile clients decide games? (loopback only, bounded, stops by itself)
 
-For each scenario the script starts `python -m server` afresh (its own port on 127.0.0.1,
-logs at info level thrown away), runs the attack from this process, and meanwhile a probe
-process plays 10 prepared games one after another between two instant bots (first legal
-move, answered at once). It prints per scenario:
+For each scenario the script starts `python -m server` afresh (its own port on 127.0.0.1, its
+own temporary directory, removed afterwards), runs the attack from this process, and meanwhile
+a probe process plays 10 prepared games one after another between two instant bots (first
+legal move, answered at once). It prints per scenario:
 
 - irregular: probe games that did not end regularly (a timeout, a lost connection, or not
   finished within --probe-seconds) — the target is 0 of 10 under every attack;
 - probe s: wall time of the 10 games;
 - RSS peak: the server's peak resident memory (VmHWM) — the target is under 300 MB;
-- CPU: the server's CPU seconds per wall second during the scenario (1.0 = one core).
+- CPU: the server's CPU seconds per wall second during the scenario (1.0 = one core);
+- integrity (the last three scenarios): what became of the records, read from the results
+  file, the replay directory and the server's log (JSON lines).
 
 Scenarios (`--attacks`, comma-separated; "none" is the baseline):
   prepare    30 connections, each sending in a loop a <prepare> of 9,000 <slot/> (63 KB)
@@ -19,24 +21,48 @@ Scenarios (`--attacks`, comma-separated; "none" is the baseline):
   slowloris  100 connections sending one byte every 3 s of a packet that never ends
   join       30 connections that connect, <join>, and leave, in a loop
   garbage    30 connections sending random bytes, reconnecting when closed
-Attackers reconnect whenever the server closes them.
+  descriptors256
+             the server under RLIMIT_NOFILE 256 (soft = hard; its connection cap becomes
+             256 - 64 reserved = 192); the probe connects first, then idle connections
+             (`<protocol>` said, nothing else) are held up to the cap and 50 past it, a
+             refused one coming again after 0.2 s, while the 10 games are played. Checked:
+             every game's line in `--results`, a newcomer refused while the cap is reached
+             and let in once the attacker lets go, the refusals the log counts (its "over"
+             line comes 10 s after the last refusal, so the scenario waits that long)
+  descriptors
+             the same with the inherited limits (the server raises its soft limit to the
+             hard one; the cap is maxConnections, 1,000)
+  diskfull   `--results` and `--replay-dir` (`--saveReplay`) on a 256 KiB tmpfs (needs
+             root: mount/umount) with --disk-room KiB free; once the first replay is saved
+             another writer takes all but 8 KiB. Checked: every line of the results file
+             parses and it ends with a whole line, every game is either in it or in the
+             log's "RESULT NOT RECORDED" lines (with the record), every replay under a final
+             name is complete, no temporary file is left
+Attackers connect from 127.0.0.2 (the probe from 127.0.0.1) and reconnect whenever the
+server closes them.
 
 Run:  .venv/bin/python bench/attack.py [--attacks none,prepare,...] [--server-root DIR]
-(`--server-root` runs the server from another checkout, for before/after figures.)
+(`--server-root` runs the server from another checkout, for before/after figures; the last
+three scenarios need its `--log-format json`.)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -44,15 +70,35 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.serverprocess import cpu_seconds, free_port, wait_until_listening  # noqa: E402
-from client import ConnectionClosed, ServerRefused, open_session  # noqa: E402
-from engine import GameState, Move  # noqa: E402
-from protocol.events import JoinPrepared, SlotDescriptor  # noqa: E402
+from protocol import GAME_TYPE, ClientConnection, NeedData  # noqa: E402
+from protocol.events import (  # noqa: E402
+    Authenticate,
+    JoinPrepared,
+    MovePacket,
+    Prepare,
+    SlotDescriptor,
+)
+from protocol.messages import (  # noqa: E402
+    ErrorPacket,
+    Left,
+    Memento,
+    MoveRequest,
+    Prepared,
+    ResultMessage,
+    ServerMessage,
+)
+from protocol.replay import read_replay  # noqa: E402
+from server.limits import EPISODE_QUIET_SECONDS  # noqa: E402
 
 PASSWORD = "bench"
 PREPARE_FLOOD = (
     b'<prepare gameType="swc_2026_piranhas">' + b"<slot/>" * 9000 + b"</prepare>"
 )  # 63 KB, as in the issue
 WRONG_AUTH = b'<authenticate password="wrong"/>' * 100
+# Attackers connect from another loopback address than the probe: the server locks an address
+# out of admin login after failed logins, which would otherwise lock the probe's admin out too.
+# (Loopback is still exempt from the per-address connection cap.)
+ATTACKER = "127.0.0.2"
 
 Attack = Callable[[trio.SocketStream], Awaitable[None]]
 
@@ -60,57 +106,117 @@ Attack = Callable[[trio.SocketStream], Awaitable[None]]
 # ---------------------------------------------------------------- probe (its own process)
 
 
-async def instant_bot(port: int, reservation: str) -> tuple[bool, str]:
+class Client:
+    """A socket speaking the protocol through ClientConnection. Not `client.ClientSession`:
+    the descriptor scenarios open the probe's connections early (`<protocol>` now, the first
+    packet when the attack has taken the rest), which the session does not do."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.connection = ClientConnection()
+        self.said_protocol = False  # `<protocol>` already sent by `open_early`
+
+    @classmethod
+    async def connect(cls, port: int) -> Client:
+        return cls(await trio.open_tcp_stream("127.0.0.1", port))
+
+    async def open_early(self) -> None:
+        """Say `<protocol>` now (within the server's protocolDeadline) and the first packet
+        later: a connection held open for a game that starts after an attacker took the rest."""
+        await self.stream.send_all(b"<protocol>")
+        self.said_protocol = True
+
+    async def send(self, packet: object) -> None:
+        data = self.connection.send(packet)  # type: ignore[arg-type]
+        if self.said_protocol:
+            data, self.said_protocol = data.removeprefix(b"<protocol>"), False
+        await self.stream.send_all(data)
+
+    async def receive(self) -> ServerMessage | None:
+        """The next message, or None at the end of the stream."""
+        while True:
+            try:
+                event = self.connection.next_event()
+            except Exception:
+                return None
+            if not isinstance(event, NeedData):
+                return event
+            data = await self.stream.receive_some(65536)
+            self.connection.receive_data(data)
+
+
+async def instant_bot(client: Client, reservation: str) -> tuple[bool, str]:
     """Play one game answering at once; (regular end, reason)."""
+    await client.send(JoinPrepared(reservation))
+    state = None
+    outcome = (False, "no result")
+    while True:
+        message = await client.receive()
+        if message is None or isinstance(message, Left):
+            break
+        if isinstance(message, Memento):
+            state = message.state
+        elif isinstance(message, MoveRequest):
+            assert state is not None
+            await client.send(MovePacket(message.room_id, state.legal_moves()[0]))
+        elif isinstance(message, ResultMessage):
+            outcome = (message.result.regular, message.result.reason)
+    await client.stream.aclose()
+    return outcome
 
-    async def first_legal(state: GameState) -> Move:
-        return state.legal_moves()[0]
 
-    async with open_session("127.0.0.1", port) as client:
-        await client.send(JoinPrepared(reservation))
-        try:
-            result = await client.play(first_legal)
-        except ConnectionClosed:
-            result = None
-    return (False, "no result") if result is None else (result.regular, result.reason)
-
-
-async def probe(port: int, games: int, seconds: float) -> dict[str, object]:
-    """`games` prepared games one after another; how many ended irregularly."""
+async def probe(port: int, games: int, seconds: float, hold: bool = False) -> dict[str, object]:
+    """`games` prepared games one after another; how many ended irregularly, and the rooms.
+    With `hold`, every connection is opened first, "ready" is printed, and the games start
+    at a line on stdin (the attacker takes every other connection in between)."""
     started = time.monotonic()
     irregular: list[str] = []
+    rooms: list[str] = []
     finished = 0
-    slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
     with trio.move_on_after(seconds):
-        async with open_session("127.0.0.1", port, password=PASSWORD) as admin:
-            for _ in range(games):
-                try:
-                    prepared = await admin.prepare(slots, timeout=seconds)
-                except (ConnectionClosed, ServerRefused) as error:
-                    raise SystemExit(f"prepare failed: {error}") from None
-                outcomes: list[tuple[bool, str]] = []
+        admin = await Client.connect(port)
+        await admin.send(Authenticate(PASSWORD))
+        held: list[Client] = []
+        if hold:
+            for _ in range(2 * games):
+                held.append(await Client.connect(port))
+                await held[-1].open_early()
+            print("ready", flush=True)
+            await trio.to_thread.run_sync(sys.stdin.readline)
+            started = time.monotonic()
+        for _ in range(games):
+            slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
+            await admin.send(Prepare(GAME_TYPE, False, slots))
+            while True:
+                message = await admin.receive()
+                if isinstance(message, Prepared):
+                    break
+                if message is None or isinstance(message, ErrorPacket):
+                    raise SystemExit(f"prepare failed: {message}")
+            rooms.append(message.room_id)
+            outcomes: list[tuple[bool, str]] = []
 
-                async def play(code: str, outcomes: list[tuple[bool, str]] = outcomes) -> None:
-                    outcomes.append(await instant_bot(port, code))
+            async def play(code: str, outcomes: list[tuple[bool, str]] = outcomes) -> None:
+                client = held.pop() if held else await Client.connect(port)
+                outcomes.append(await instant_bot(client, code))
 
-                async with trio.open_nursery() as nursery:
-                    for code in prepared.reservations:
-                        nursery.start_soon(play, code)
-                finished += 1
-                if not all(regular for regular, _ in outcomes):
-                    irregular.append(next(reason for regular, reason in outcomes if not regular))
+            async with trio.open_nursery() as nursery:
+                for code in message.reservations:
+                    nursery.start_soon(play, code)
+            finished += 1
+            if not all(regular for regular, _ in outcomes):
+                irregular.append(next(reason for regular, reason in outcomes if not regular))
     irregular += ["not finished in time"] * (games - finished)
     return {
         "games": games,
         "irregular": len(irregular),
         "reasons": irregular,
         "seconds": round(time.monotonic() - started, 2),
+        "rooms": rooms,
     }
 
 
 # ---------------------------------------------------------------- attacks
-# Raw byte streams by design: the attackers send what no client session would (malformed,
-# endless or unrequested bytes) and read as carelessly as an attacker does.
 
 
 async def drain(stream: trio.SocketStream, chunk: int = 1 << 20, pause: float = 0.0) -> None:
@@ -180,7 +286,7 @@ async def attacker(port: int, session: Attack) -> None:
     """One hostile connection, reconnecting whenever the server ends it."""
     while True:
         try:
-            stream = await trio.open_tcp_stream("127.0.0.1", port)
+            stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=ATTACKER)
         except OSError:
             await trio.sleep(0.1)
             continue
@@ -202,16 +308,71 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, object]:
+def start_server(
+    args: argparse.Namespace,
+    workdir: Path,
+    extra: Sequence[str] = (),
+    *,
+    log: Path | None = None,
+    descriptors: int | None = None,
+) -> tuple[subprocess.Popen[bytes], int]:
+    """`python -m server` on a fresh loopback port, listening; its log (JSON lines) goes to
+    `log` or is thrown away. `descriptors`: RLIMIT_NOFILE soft = hard for the server."""
     port = free_port()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-attack-"))
     env = dict(os.environ, PYTHONPATH=str(args.server_root))
     command = [sys.executable, "-m", "server", "--port", str(port), "--password", PASSWORD]
-    server = subprocess.Popen(
-        command, cwd=workdir, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+
+    def low_descriptor_limit() -> None:  # in the child, before exec
+        assert descriptors is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
+
+    with contextlib.ExitStack() as files:
+        stderr = files.enter_context(log.open("wb")) if log else subprocess.DEVNULL
+        server = subprocess.Popen(
+            [*command, *extra],
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            preexec_fn=low_descriptor_limit if descriptors is not None else None,
+        )
     try:
         wait_until_listening(port, server)
+    except BaseException:
+        stop_server(server)
+        raise
+    return server, port
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    server.terminate()
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def probe_command(args: argparse.Namespace, port: int, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        __file__,
+        "--probe",
+        str(port),
+        "--probe-seconds",
+        str(args.probe_seconds),
+        *extra,
+    ]
+
+
+async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, object]:
+    if name in DESCRIPTOR_LIMITS:
+        return await run_descriptor_scenario(name, args)
+    if name == "diskfull":
+        return await run_disk_full_scenario(args)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-attack-"))
+    server, port = start_server(args, workdir)
+    try:
         connections, session = attack_scenario(name)
         cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
         async with trio.open_nursery() as nursery:
@@ -220,16 +381,7 @@ async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, object]
                     nursery.start_soon(attacker, port, session)
                 await trio.sleep(args.warmup)  # the attack is in full swing first
             probe_process = await trio.run_process(
-                [
-                    sys.executable,
-                    __file__,
-                    "--probe",
-                    str(port),
-                    "--probe-seconds",
-                    str(args.probe_seconds),
-                ],
-                capture_stdout=True,
-                check=True,
+                probe_command(args, port), capture_stdout=True, check=True
             )
             cpu = (cpu_seconds(server.pid) - cpu_before) / (time.monotonic() - wall_before)
             rss = peak_rss_mb(server.pid)
@@ -238,36 +390,365 @@ async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, object]
         result.update(attack=name, connections=connections, rss_mb=round(rss), cpu=round(cpu, 2))
         return result
     finally:
-        server.terminate()
+        stop_server(server)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- descriptor exhaustion
+
+# Hard (= soft) RLIMIT_NOFILE of the server per scenario; None: as inherited (the server
+# raises its soft limit to the hard one, and its connection cap is maxConnections).
+DESCRIPTOR_LIMITS: dict[str, int | None] = {"descriptors": None, "descriptors256": 256}
+EXCESS_CONNECTIONS = 50  # the attacker holds this many more than the server's cap
+HOLDER_RETRY_SECONDS = 0.2  # a refused holder comes again after this long
+
+
+@dataclass
+class Holders:
+    """What the connection holders saw."""
+
+    open: int = 0  # connections open now (admitted or about to be refused)
+    refused: int = 0  # "Too many connections" answers
+
+
+async def hold_connection(port: int, tally: Holders) -> None:
+    """One idle connection (it said `<protocol>`, so no deadline closes it), opened again
+    whenever the server refuses or closes it."""
+    while True:
         try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+            stream = await trio.open_tcp_stream("127.0.0.1", port, local_address=ATTACKER)
+        except OSError:
+            await trio.sleep(HOLDER_RETRY_SECONDS)
+            continue
+        tally.open += 1
+        try:
+            await stream.send_all(b"<protocol>")
+            while data := await stream.receive_some(65536):
+                tally.refused += b"Too many connections" in data
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        finally:
+            tally.open -= 1
+            await trio.aclose_forcefully(stream)
+        await trio.sleep(HOLDER_RETRY_SECONDS)
+
+
+async def try_join(port: int, seconds: float = 5.0) -> str:
+    """A newcomer's `<join>`: "joined", "refused" (too many connections) or what else."""
+    answer = b""
+    with trio.move_on_after(seconds):
+        try:
+            stream = await trio.open_tcp_stream("127.0.0.1", port)
+        except OSError as error:
+            return f"connect failed: {error.strerror}"
+        try:
+            await stream.send_all(b"<protocol><join/>")
+            while data := await stream.receive_some(65536):
+                answer += data
+                if b"<joined" in answer:
+                    return "joined"
+        except (trio.BrokenResourceError, OSError):
+            pass
+        finally:
+            await trio.aclose_forcefully(stream)
+    if b"Too many connections" in answer:
+        return "refused"
+    return "no answer" if not answer else "unexpected answer"
+
+
+def log_entries(log: Path) -> list[dict[str, Any]]:
+    entries = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if isinstance(entry, dict):
+                entries.append(entry)
+    return entries
+
+
+def listening_entry(log: Path) -> dict[str, Any]:
+    return next(entry for entry in log_entries(log) if entry.get("event") == "listening")
+
+
+def refusals_in_log(entries: list[dict[str, Any]]) -> dict[str, int]:
+    """Refusal episodes and the refusals their "over" lines counted, per kind."""
+    counts = {"cap episodes": 0, "cap refused": 0, "out of fds episodes": 0, "fds refused": 0}
+    for entry in entries:
+        event = str(entry.get("event", ""))
+        kind = "cap" if event.startswith("connection limit reached") else None
+        if event.startswith("out of descriptors"):
+            kind = "fds"
+        if kind is None:
+            continue
+        if event.endswith(": over"):
+            counts[f"{kind} refused"] += int(entry.get("refused", 0))
+        else:
+            counts["cap episodes" if kind == "cap" else "out of fds episodes"] += 1
+    return counts
+
+
+def results_integrity(results: Path) -> tuple[int, int, set[str], bool]:
+    """(lines that parse, lines, their rooms, file ends with a newline)."""
+    if not results.exists():
+        return 0, 0, set(), True
+    data = results.read_bytes()
+    lines = data.splitlines()
+    valid, rooms = 0, set()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        valid += 1
+        rooms.add(str(record.get("room")))
+    return valid, len(lines), rooms, not data or data.endswith(b"\n")
+
+
+async def run_probe_holding(
+    args: argparse.Namespace, port: int, attack: Callable[[trio.Nursery], Awaitable[None]]
+) -> dict[str, object]:
+    """The probe opens its connections first; then `attack` runs (started in a nursery that
+    is cancelled after the probe), then the probe plays its games."""
+    with trio.fail_after(args.probe_seconds + 30):
+        probe = await trio.lowlevel.open_process(
+            probe_command(args, port, "--hold"), stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert probe.stdin is not None and probe.stdout is not None
+        try:
+            output = b""
+            while b"ready\n" not in output:
+                chunk = await probe.stdout.receive_some(65536)
+                if not chunk:
+                    raise SystemExit(f"probe ended before it was ready: {output!r}")
+                output += chunk
+            async with trio.open_nursery() as nursery:
+                await attack(nursery)
+                await probe.stdin.send_all(b"go\n")
+                output = output.split(b"ready\n", 1)[1]
+                while chunk := await probe.stdout.receive_some(65536):
+                    output += chunk
+                if await probe.wait() != 0:
+                    raise SystemExit(f"probe failed: {output!r}")
+                nursery.cancel_scope.cancel()
+        finally:
+            if probe.returncode is None:
+                probe.kill()
+                await probe.wait()
+    result: dict[str, object] = json.loads(output)
+    return result
+
+
+async def run_descriptor_scenario(name: str, args: argparse.Namespace) -> dict[str, object]:
+    """The attacker holds idle connections up to and past the server's connection cap while
+    the probe (connected before) plays; then it lets go and newcomers must get in."""
+    workdir = Path(tempfile.mkdtemp(prefix="bench-attack-"))
+    results, log = workdir / "results.jsonl", workdir / "server.log"
+    limit = DESCRIPTOR_LIMITS[name]
+    extra = ["--results", str(results), "--log-format", "json"]
+    server, port = start_server(args, workdir, extra, log=log, descriptors=limit)
+    try:
+        cap = int(listening_entry(log)["max_connections"])
+        tally = Holders()
+        states: dict[str, str] = {}
+        cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
+
+        async def take_every_connection(nursery: trio.Nursery) -> None:
+            for _ in range(cap + EXCESS_CONNECTIONS):
+                nursery.start_soon(hold_connection, port, tally)
+            await trio.sleep(args.warmup)
+            states["newcomer during"] = await try_join(port)
+
+        result = await run_probe_holding(args, port, take_every_connection)
+        cpu = (cpu_seconds(server.pid) - cpu_before) / (time.monotonic() - wall_before)
+        rss = peak_rss_mb(server.pid)
+        # The attacker has let go: a newcomer gets in (the server may need a moment to
+        # notice the closed connections).
+        with trio.move_on_after(10):
+            while (state := await try_join(port)) != "joined":
+                await trio.sleep(0.2)
+        states["newcomer after"] = state
+        # An episode's "over" line (with its refusals) comes with the first admission after
+        # EPISODE_QUIET_SECONDS without a refusal.
+        await trio.sleep(EPISODE_QUIET_SECONDS + 0.5)
+        await try_join(port)
+        await trio.sleep(0.3)
+    finally:
+        stop_server(server)
+    try:
+        entries = log_entries(log)
+        valid, lines, rooms, whole = results_integrity(results)
+        probe_rooms = set(map(str, result["rooms"]))  # type: ignore[call-overload]
+        lost = sum("RESULT NOT RECORDED" in str(entry.get("event")) for entry in entries)
+        result.update(
+            attack=name,
+            connections=cap + EXCESS_CONNECTIONS,
+            rss_mb=round(rss),
+            cpu=round(cpu, 2),
+            descriptor_limit=listening_entry(log)["descriptor_limit"],
+            cap=cap,
+            refused_answers=tally.refused,
+            **states,
+            **refusals_in_log(entries),
+            results_valid=valid,
+            results_lines=lines,
+            probe_results_recorded=len(probe_rooms & rooms),
+            results_file_ends_whole=whole,
+            not_recorded_in_log=lost,
+            errors_in_log=sum(entry.get("level") == "error" for entry in entries),
+        )
+        result["integrity"] = (
+            f"results {len(probe_rooms & rooms)}/{len(probe_rooms)}, "
+            f"newcomer {states['newcomer during']} at cap / {states['newcomer after']} after, "
+            f"{result['cap refused']} refused (log)"
+        )
+        return result
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- disk full
+
+DISK_BYTES = 256 * 1024  # the tmpfs
+DISK_ROOM_LATER = 8 * 1024  # left free once the first replay is saved: two pages for lines
+
+
+async def fill_disk_after_first_replay(disk: Path, replays: Path) -> None:
+    """Another writer on the disk: once a replay is saved, take all but `DISK_ROOM_LATER`
+    of what is left, so later replays and then result lines find the disk full."""
+    # A replay's name is claimed by an empty file; it has its bytes once renamed into place.
+    while not (replays.is_dir() and any(path.stat().st_size for path in replays.iterdir())):
+        await trio.sleep(0.02)
+    stats = os.statvfs(disk)
+    with contextlib.suppress(OSError), (disk / "filler").open("ab") as filler:
+        filler.write(b"\0" * max(0, stats.f_bavail * stats.f_frsize - DISK_ROOM_LATER))
+
+
+def replay_integrity(directory: Path) -> tuple[int, int, int]:
+    """(replays under a final name, of them complete, temporary files left)."""
+    if not directory.is_dir():
+        return 0, 0, 0
+    finals = [path for path in directory.iterdir() if not path.name.startswith(".")]
+    complete = 0
+    for path in finals:
+        with contextlib.suppress(Exception):
+            read_replay(path.read_bytes())
+            complete += 1
+    leftovers = sum(path.name.startswith(".") for path in directory.iterdir())
+    return len(finals), complete, leftovers
+
+
+async def run_disk_full_scenario(args: argparse.Namespace) -> dict[str, object]:
+    """Results file and replays on a tiny tmpfs that is nearly full: the probe's own games
+    fill it up."""
+    workdir = Path(tempfile.mkdtemp(prefix="bench-attack-"))
+    disk, log = workdir / "disk", workdir / "server.log"
+    results, replays = disk / "results.jsonl", disk / "replays"
+    disk.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={DISK_BYTES},mode=0755", "tmpfs", str(disk)],
+            check=True,
+        )
+        try:
+            stats = os.statvfs(disk)
+            filler = stats.f_bavail * stats.f_frsize - args.disk_room * 1024
+            (disk / "filler").write_bytes(b"\0" * max(0, filler))
+            extra = [
+                "--results",
+                str(results),
+                "--replay-dir",
+                str(replays),
+                "--saveReplay",
+                "--log-format",
+                "json",
+            ]
+            server, port = start_server(args, workdir, extra, log=log)
+            try:
+                cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(fill_disk_after_first_replay, disk, replays)
+                    probe_process = await trio.run_process(
+                        probe_command(args, port), capture_stdout=True, check=True
+                    )
+                    nursery.cancel_scope.cancel()
+                cpu = (cpu_seconds(server.pid) - cpu_before) / (time.monotonic() - wall_before)
+                rss = peak_rss_mb(server.pid)
+            finally:
+                stop_server(server)
+            result: dict[str, object] = json.loads(probe_process.stdout)
+            entries = log_entries(log)
+            valid, lines, rooms, whole = results_integrity(results)
+            lost = [entry for entry in entries if "RESULT NOT RECORDED" in str(entry.get("event"))]
+            lost_rooms = {str(entry.get("record", {}).get("room")) for entry in lost}
+            probe_rooms = set(map(str, result["rooms"]))  # type: ignore[call-overload]
+            finals, complete, leftovers = replay_integrity(replays)
+            replays_lost = sum(
+                str(entry.get("event")).startswith("replay not saved") for entry in entries
+            )
+            full = sum("No space left" in str(entry.get("error", "")) for entry in entries)
+            result.update(
+                attack="diskfull",
+                connections=0,
+                rss_mb=round(rss),
+                cpu=round(cpu, 2),
+                results_valid=valid,
+                results_lines=lines,
+                results_file_ends_whole=whole,
+                not_recorded_in_log=len(lost),
+                probe_games_accounted=len(probe_rooms & (rooms | lost_rooms)),
+                replays=finals,
+                replays_complete=complete,
+                replays_not_saved_in_log=replays_lost,
+                temporary_files_left=leftovers,
+                no_space_errors=full,
+            )
+            result["integrity"] = (
+                f"results {valid}/{lines} lines valid{'' if whole else ' (torn end)'}, "
+                f"{len(lost)} lost in log, {len(probe_rooms & (rooms | lost_rooms))}/"
+                f"{len(probe_rooms)} games accounted; replays {complete}/{finals} complete, "
+                f"{replays_lost} not saved (log), {leftovers} tmp"
+            )
+            return result
+        finally:
+            subprocess.run(["umount", str(disk)], check=False)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--attacks", default="none,prepare,auth,slowread,slowloris,join,garbage")
+    parser.add_argument(
+        "--attacks",
+        default="none,prepare,auth,slowread,slowloris,join,garbage,"
+        "descriptors256,descriptors,diskfull",
+    )
     parser.add_argument("--server-root", type=Path, default=REPO, help="checkout to run")
     parser.add_argument("--warmup", type=float, default=3.0, help="attack seconds before probe")
     parser.add_argument("--probe-seconds", type=float, default=120.0, help="probe time limit")
     parser.add_argument("--probe", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--disk-room", type=int, default=224, help="KiB free on the tmpfs at the start (diskfull)"
+    )
+    parser.add_argument("--hold", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", help="print JSON lines too")
     args = parser.parse_args()
     if args.probe is not None:
-        print(json.dumps(trio.run(probe, args.probe, 10, args.probe_seconds)))
+        print(json.dumps(trio.run(probe, args.probe, 10, args.probe_seconds, args.hold)))
         return
-    print(f"server: {args.server_root}")
-    print(f"{'attack':<10} {'conns':>5} {'irregular':>9} {'probe s':>8} {'RSS peak':>9} {'CPU':>5}")
+    print(f"server: {args.server_root}  load average: {os.getloadavg()[0]:.1f}")
+    print(
+        f"{'attack':<14} {'conns':>5} {'irregular':>9} {'probe s':>8} {'RSS peak':>9} "
+        f"{'CPU':>5}  integrity"
+    )
     for name in args.attacks.split(","):
         result = trio.run(run_scenario, name, args)
         print(
-            f"{name:<10} {result['connections']:>5} {result['irregular']:>6}/10 "
-            f"{result['seconds']:>8} {result['rss_mb']:>6} MB {result['cpu']:>5}",
+            f"{name:<14} {result['connections']:>5} {result['irregular']:>6}/10 "
+            f"{result['seconds']:>8} {result['rss_mb']:>6} MB {result['cpu']:>5}  "
+            f"{result.get('integrity', '-')}",
             flush=True,
         )
-        if args.json or result["irregular"]:
+        if args.json or result["irregular"] or "integrity" in result:
             print("  " + json.dumps(result), flush=True)
 
 

@@ -5,9 +5,15 @@ seconds."""
 from __future__ import annotations
 
 import io
+import json
+import os
+import resource
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -15,7 +21,14 @@ import trio
 import trio.testing
 
 from protocol.events import Authenticate, Join, MovePacket
-from protocol.messages import ErrorPacket, Joined, Memento, MoveRequest, ResultMessage
+from protocol.messages import (
+    ErrorPacket,
+    Joined,
+    Left,
+    Memento,
+    MoveRequest,
+    ResultMessage,
+)
 from server.app import serve
 from server.config import ConfigError, Settings, load_settings
 from server.connection import Connection
@@ -307,6 +320,91 @@ async def test_a_refused_large_request_writes_a_bounded_log(
         structlog.reset_defaults()
     assert size > 3000
     assert logged < 2000, f"{logged} bytes of log for a {size}-byte request"
+
+
+# ---------------------------------------------------------------- a full disk, for real
+
+FILE_SIZE_LIMIT = 1500  # bytes: a few result lines of short games, no replay
+
+
+def _limit_file_size() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
+
+
+async def test_the_kernels_short_write_tears_no_result_line_and_loses_no_record(
+    tmp_path: Path,
+) -> None:
+    """The server process under a file-size limit (RLIMIT_FSIZE: the kernel writes what fits
+    and refuses the rest, as on a full disk) records games until a line no longer fits. The
+    other tests fake the short write; here the kernel makes it: the results file holds whole
+    lines only, every other game is in the log with its record, and no replay (none fits) is
+    left under a name, empty or cut."""
+    results, replays = tmp_path / "results.jsonl", tmp_path / "replays"
+    (tmp_path / "server.properties").write_text("password=pw\n", encoding="utf-8")
+    command = [sys.executable, "-m", "server", "--log-format", "json", "--port", "0"]
+    command += ["--results", str(results), "--replay-dir", str(replays), "--saveReplay"]
+    root = Path(__file__).resolve().parents[2]
+    output = bytearray()
+    rooms: list[str] = []
+
+    def log() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in bytes(output).splitlines() if line.startswith(b"{")]
+
+    with trio.fail_after(30):
+        process = await trio.lowlevel.open_process(
+            command,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=_limit_file_size,
+            env={**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        assert process.stderr is not None
+        try:
+            while not any(entry["event"] == "listening" for entry in log()):
+                chunk = await process.stderr.receive_some(65536)
+                assert chunk, bytes(output)
+                output += chunk
+            port = next(entry["port"] for entry in log() if entry["event"] == "listening")
+
+            async def drain() -> None:
+                assert process.stderr is not None
+                async for chunk in process.stderr:
+                    output.extend(chunk)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(drain)
+                for _ in range(8):  # a game: two <join>s, one player leaves
+                    one, two = await RawClient.connect(port), await RawClient.connect(port)
+                    await one.send(Join())
+                    await two.send(Join())
+                    rooms.append((await one.expect(Joined)).room_id)
+                    assert (await two.expect(Joined)).room_id == rooms[-1]
+                    await one.aclose()
+                    await two.receive_until(ResultMessage)
+                    await two.receive_until(Left)  # sent once the record is done
+                    await two.aclose()
+                nursery.cancel_scope.cancel()
+        finally:
+            process.terminate()
+            with trio.move_on_after(10):
+                async for chunk in process.stderr:
+                    output += chunk
+            await process.wait()
+    data = results.read_bytes()
+    assert 0 < len(data) <= FILE_SIZE_LIMIT and data.endswith(b"\n")
+    recorded = [json.loads(line)["room"] for line in data.splitlines()]
+    lost = [
+        entry["record"]["room"]
+        for entry in log()
+        if entry["event"].startswith("RESULT NOT RECORDED")
+    ]
+    assert recorded and lost  # both happened: the limit was reached mid-run
+    assert recorded + lost == rooms  # every game once, in order
+    # No replay fits: neither its claimed name nor its temporary file is left behind.
+    assert list(replays.iterdir()) == []
+    assert sum(entry["event"] == "replay not saved" for entry in log()) == len(rooms)
 
 
 # ---------------------------------------------------------------- settings
