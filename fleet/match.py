@@ -17,7 +17,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,7 +31,7 @@ from league.run import AsyncStore, admin_session, open_table, play_and_record
 from league.schedule import Match
 from league.store import LeagueStore, StaleAttemptError
 
-__all__ = ["FleetStore", "MatchEnd", "mode_for", "play_match"]
+__all__ = ["FleetStore", "MatchEnd", "mode_for", "play_match", "worker_config"]
 
 T = TypeVar("T")
 
@@ -65,6 +65,16 @@ def mode_for(config: LeagueConfig) -> str:
     """The `league.run` mode a worker plays the league in: `docker` as soon as some team's bot
     runs in a container, else `process`."""
     return "process" if all(t.bot.kind is BotKind.COMMAND for t in config.teams) else "docker"
+
+
+def worker_config(config: LeagueConfig, worker: str) -> LeagueConfig:
+    """The league as `worker`'s table sees it. Its `database` (which a worker never opens: the
+    shared store comes from --database) names the worker instead, because the label of the
+    table's bot containers derives from it (`league.run.container_label`) and opening a table
+    removes every container with its label: workers on one host must never remove each
+    other's running bots, and a restarted worker of the same name removes what its killed
+    predecessor left behind."""
+    return replace(config, database=config.database.parent / "fleet-workers" / worker)
 
 
 @dataclass
@@ -110,7 +120,9 @@ async def play_match(
 
 async def _play(config: LeagueConfig, run: MatchRun, db: FleetStore, log_dir: Path) -> None:
     async with (
-        open_table(config, mode=mode_for(config), log_dir=log_dir) as table,
+        open_table(
+            worker_config(config, run.worker), mode=mode_for(config), log_dir=log_dir
+        ) as table,
         admin_session(table.server) as admin,
     ):
         for claim in run.claims:

@@ -12,12 +12,12 @@ from pathlib import Path
 import trio
 
 from fleet.coordinator import play_local
-from fleet.match import MatchEnd, mode_for
+from fleet.match import MatchEnd, mode_for, worker_config
 from fleet.runs import RunStatus
 from fleet.stores import open_store
 from league.config import load_league, parse_league
 from league.records import read_record, verify
-from league.run import AsyncStore, run_league
+from league.run import AsyncStore, container_label, run_league
 from league.schedule import build_schedule
 from league.store import FinishedGame, LeagueStore
 
@@ -57,6 +57,20 @@ def test_a_league_file_with_container_teams_is_played_in_docker_mode(tmp_path: P
     assert mode_for(parse_league(commands, base=tmp_path)) == "process"
     mixed = commands + '[[teams]]\nid = "img"\nimage = "haie:v3"\n'
     assert mode_for(parse_league(mixed, base=tmp_path)) == "docker"
+
+
+def test_workers_on_one_host_never_sweep_each_other_s_containers(tmp_path: Path) -> None:
+    """Opening a docker table removes the containers of its label: each worker has its own,
+    stable across restarts under the same name."""
+    config = parse_league(
+        'name = "L"\n'
+        + "".join(f'[[teams]]\nid = "{team}"\nimage = "bot:{team}"\n' for team in ("a", "b")),
+        base=tmp_path,
+    )
+    labels = [container_label(worker_config(config, name)) for name in ("h-1", "h-2", "h-1")]
+    assert labels[0] != labels[1] and labels[0] == labels[2]
+    assert container_label(config) not in labels
+    assert worker_config(config, "h-1").teams == config.teams
 
 
 def _league_text(database: Path) -> str:
