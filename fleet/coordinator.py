@@ -13,10 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-import structlog
 import trio
 
-from fleet.match import MatchEnd, StoreThread, play_match
+from fleet.match import FleetStore, MatchEnd, play_match
 from fleet.postgres import retrying
 from fleet.queue import declare_match_actor, make_broker
 from fleet.runs import RunState, RunStatus
@@ -184,23 +183,15 @@ def play_local(
 ) -> dict[int, MatchEnd]:
     """Play every unfinished match here, one after the other, without a queue. The game
     server's log goes to `log_dir`/server.log."""
-    from server.logs import configure_logging
-
     matches = initialize(config, database)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_file = (log_dir / "server.log").open("a", encoding="utf-8")
-    logging_before = structlog.get_config()
-    configure_logging("console", "info", stream=log_file, cache=False)
-    db = StoreThread(lambda: open_store(database))
+    db = FleetStore(database)
     ends = {}
     try:
         for match in matches:
-            run = db.call_sync(lambda match=match: db.runs.start(match.id, worker))  # type: ignore[misc]
+            run = db.call_sync(db.runs.start, match.id, worker)
             if run is None:
                 continue
             ends[match.id] = trio.run(play_match, config, match, run, db, log_dir)
     finally:
         db.close()
-        structlog.configure(**logging_before)
-        log_file.close()
     return ends

@@ -23,7 +23,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from league.schedule import Match, ScheduledGame
-from league.store import Backend, Claim, StaleAttemptError, Transaction
+from league.store import (
+    Backend,
+    Claim,
+    StaleAttemptError,
+    Transaction,
+    abandon_attempt,
+    start_attempt,
+)
 
 __all__ = ["FLEET_STATEMENTS", "MatchRun", "RunState", "RunStatus", "Runs"]
 
@@ -176,23 +183,9 @@ class Runs:
                 game = ScheduledGame(
                     int(row[0]), int(row[1]), int(row[2]), str(row[3]), str(row[4])
                 )
-                game_attempt = int(row[5]) + 1
-                tx.execute(
-                    "UPDATE games SET status = 'running', attempt = ?, lease_until = ? "
-                    "WHERE match_id = ? AND game_number = ? AND attempt = ?",
-                    (game_attempt, now + GAME_LEASE_MS, game.match_id, game.number, row[5]),
-                )
-                tx.execute(
-                    "UPDATE attempts SET outcome = 'expired', ended_at = ? "
-                    "WHERE match_id = ? AND game_number = ? AND outcome = 'running'",
-                    (now, game.match_id, game.number),
-                )
-                tx.execute(
-                    "INSERT INTO attempts (match_id, game_number, attempt, worker, started_at, "
-                    "heartbeat_at, ended_at, outcome) VALUES (?, ?, ?, ?, ?, ?, NULL, 'running')",
-                    (game.match_id, game.number, game_attempt, worker, now, now),
-                )
-                claims.append(Claim(game, game_attempt, worker))
+                claim = start_attempt(tx, game, int(row[5]), worker, now, now + GAME_LEASE_MS)
+                if claim is not None:  # None: another run changed it (cannot happen after
+                    claims.append(claim)  # the run's own compare-and-set above)
         return MatchRun(match_id, attempt, worker, tuple(claims))
 
     def heartbeat(self, run: MatchRun) -> bool:
@@ -245,17 +238,7 @@ class Runs:
     @staticmethod
     def _release_games(tx: Transaction, run: MatchRun, now: int) -> None:
         for claim in run.claims:
-            changed = tx.execute(
-                "UPDATE games SET status = 'pending', lease_until = NULL "
-                "WHERE match_id = ? AND game_number = ? AND attempt = ? AND status = 'running'",
-                (claim.match_id, claim.number, claim.attempt),
-            )
-            if changed:
-                tx.execute(
-                    "UPDATE attempts SET outcome = 'abandoned', ended_at = ? "
-                    "WHERE match_id = ? AND game_number = ? AND attempt = ?",
-                    (now, claim.match_id, claim.number, claim.attempt),
-                )
+            abandon_attempt(tx, claim, now)
 
     def fail(self, match_id: int, error: str) -> None:
         """Mark the match failed whatever its attempt (its message went to the dead-letter

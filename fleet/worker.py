@@ -25,7 +25,7 @@ from pathlib import Path
 import structlog
 import trio
 
-from fleet.match import MatchEnd, StoreThread, play_match
+from fleet.match import FleetStore, MatchEnd, play_match
 from fleet.queue import (
     MAX_RETRIES,
     ShutdownFlag,
@@ -33,8 +33,8 @@ from fleet.queue import (
     make_broker,
     retries_of_current_message,
 )
-from fleet.stores import open_store
 from league.config import LeagueConfig
+from league.run import LeagueRunError
 from league.schedule import Match
 from runner.options import MatchError
 from server.cli import find_exception
@@ -82,14 +82,14 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
     configure_logging("console", "info", stream=log_file, cache=False)
     shutdown = ShutdownFlag()
     broker = make_broker(setup.redis_url, shutdown=shutdown)
-    db = StoreThread(lambda: open_store(setup.database))
+    db = FleetStore(setup.database)
 
     def play(match_id: int) -> None:
         match = setup.matches.get(match_id)
         if match is None:
             log.error("unknown match id, dropped", match=match_id)
             return
-        run = db.call_sync(lambda: db.runs.start(match_id, setup.name))
+        run = db.call_sync(db.runs.start, match_id, setup.name)
         if run is None:
             log.info("nothing to do", match=match_id)
             return
@@ -109,13 +109,15 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         except Exception as error:
             # A match that could not be played (a bot that does not start, a server that
             # went away); trio may wrap the cause in an exception group.
-            cause = find_exception(error, MatchError) or error
+            cause = (
+                find_exception(error, MatchError) or find_exception(error, LeagueRunError) or error
+            )
             if retries_of_current_message() >= MAX_RETRIES:
                 say(f"match {match_id}: failed for good: {cause}")
-                db.call_sync(lambda: db.runs.fail(match_id, str(cause)))
+                db.call_sync(db.runs.fail, match_id, str(cause))
             else:
                 say(f"match {match_id}: failed, to be retried: {cause}")
-                db.call_sync(lambda: db.runs.requeue(run))
+                db.call_sync(db.runs.requeue, run)
             raise
         say(f"match {match_id}: attempt {run.attempt} ended: {end.value}")
         if end is MatchEnd.STOPPING:

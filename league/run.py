@@ -95,12 +95,21 @@ class AsyncStore:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="league-store")
         self.store: LeagueStore = self._executor.submit(open_store).result()
 
+    def attempt(self, operation: Callable[[], T]) -> T:
+        """Run one store operation on the store's thread. A distributed worker's store
+        overrides it to wait for a restarting database server (fleet.postgres.retrying)."""
+        return operation()
+
+    def call_sync(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`call` from outside trio: run `function` on the store's thread and wait for it."""
+        return self._executor.submit(self.attempt, partial(function, *args, **kwargs)).result()
+
     async def call(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run `function` on the store's thread and wait for it. Shielded: a write that started
         is waited for, so a cancelled run knows whether it committed."""
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
-        future = self._executor.submit(partial(function, *args, **kwargs))
+        future = self._executor.submit(self.attempt, partial(function, *args, **kwargs))
         future.add_done_callback(lambda _: token.run_sync_soon(done.set))
         with trio.CancelScope(shield=True):
             await done.wait()

@@ -54,6 +54,8 @@ __all__ = [
     "StaleAttemptError",
     "StoreError",
     "Transaction",
+    "abandon_attempt",
+    "start_attempt",
 ]
 
 DEFAULT_LEASE_SECONDS = 300.0
@@ -246,6 +248,51 @@ def _game(row: Sequence[Any]) -> ScheduledGame:
     return ScheduledGame(int(row[0]), int(row[1]), int(row[2]), str(row[3]), str(row[4]))
 
 
+def start_attempt(
+    tx: Transaction, game: ScheduledGame, previous: int, worker: str, now: int, lease_until: int
+) -> Claim | None:
+    """In `tx`: hand the game, last at attempt `previous`, to `worker` under the next attempt
+    (an older running attempt is marked expired). None when another claimer changed the game
+    first. Also how a distributed match run hands out its games (fleet.runs)."""
+    attempt = previous + 1
+    # Compare-and-set on the attempt number: under PostgreSQL's READ COMMITTED two
+    # claimers may select the same row; only one of them changes it.
+    changed = tx.execute(
+        "UPDATE games SET status = 'running', attempt = ?, lease_until = ? "
+        "WHERE match_id = ? AND game_number = ? AND attempt = ? AND status <> 'finished'",
+        (attempt, lease_until, game.match_id, game.number, previous),
+    )
+    if changed != 1:
+        return None
+    tx.execute(
+        "UPDATE attempts SET outcome = 'expired', ended_at = ? "
+        "WHERE match_id = ? AND game_number = ? AND outcome = 'running'",
+        (now, game.match_id, game.number),
+    )
+    tx.execute(
+        "INSERT INTO attempts (match_id, game_number, attempt, worker, started_at, "
+        "heartbeat_at, ended_at, outcome) VALUES (?, ?, ?, ?, ?, ?, NULL, 'running')",
+        (game.match_id, game.number, attempt, worker, now, now),
+    )
+    return Claim(game, attempt, worker)
+
+
+def abandon_attempt(tx: Transaction, claim: Claim, now: int) -> bool:
+    """In `tx`: give the claimed game back (pending) if the claim's attempt still runs it."""
+    changed = tx.execute(
+        "UPDATE games SET status = 'pending', lease_until = NULL "
+        "WHERE match_id = ? AND game_number = ? AND attempt = ? AND status = 'running'",
+        (claim.match_id, claim.number, claim.attempt),
+    )
+    if changed:
+        tx.execute(
+            "UPDATE attempts SET outcome = 'abandoned', ended_at = ? "
+            "WHERE match_id = ? AND game_number = ? AND attempt = ?",
+            (now, claim.match_id, claim.number, claim.attempt),
+        )
+    return changed == 1
+
+
 class LeagueStore:
     """The league's state in a `Backend`. `clock` returns seconds since the epoch (tests pass a
     fake one to expire leases without waiting)."""
@@ -340,29 +387,18 @@ class LeagueStore:
             )
             if not rows:
                 return None
-            game, previous = _game(rows[0]), int(rows[0][5])
-            attempt = previous + 1
-            # Compare-and-set on the attempt number: under PostgreSQL's READ COMMITTED two
-            # claimers may select the same row; only one of them changes it.
-            changed = tx.execute(
-                "UPDATE games SET status = 'running', attempt = ?, lease_until = ? "
-                "WHERE match_id = ? AND game_number = ? AND attempt = ? AND status <> 'finished'",
-                (attempt, now + int(lease_seconds * 1000), game.match_id, game.number, previous),
+            claim = start_attempt(
+                tx,
+                _game(rows[0]),
+                int(rows[0][5]),
+                worker,
+                now,
+                now + int(lease_seconds * 1000),
             )
-            if changed != 1:
+            if claim is None:
                 return None
-            tx.execute(
-                "UPDATE attempts SET outcome = 'expired', ended_at = ? "
-                "WHERE match_id = ? AND game_number = ? AND outcome = 'running'",
-                (now, game.match_id, game.number),
-            )
-            tx.execute(
-                "INSERT INTO attempts (match_id, game_number, attempt, worker, started_at, "
-                "heartbeat_at, ended_at, outcome) VALUES (?, ?, ?, ?, ?, ?, NULL, 'running')",
-                (game.match_id, game.number, attempt, worker, now, now),
-            )
             self._commit_point("claim")
-        return Claim(game, attempt, worker)
+        return claim
 
     def heartbeat(self, claim: Claim, *, lease_seconds: float = DEFAULT_LEASE_SECONDS) -> None:
         """Extend the claim's lease. Raises StaleAttemptError if the game is no longer this
@@ -390,18 +426,7 @@ class LeagueStore:
         was no longer the running one."""
         now = self._now_ms()
         with self.backend.transaction() as tx:
-            changed = tx.execute(
-                "UPDATE games SET status = 'pending', lease_until = NULL "
-                "WHERE match_id = ? AND game_number = ? AND attempt = ? AND status = 'running'",
-                (claim.match_id, claim.number, claim.attempt),
-            )
-            if changed:
-                tx.execute(
-                    "UPDATE attempts SET outcome = 'abandoned', ended_at = ? "
-                    "WHERE match_id = ? AND game_number = ? AND attempt = ?",
-                    (now, claim.match_id, claim.number, claim.attempt),
-                )
-        return changed == 1
+            return abandon_attempt(tx, claim, now)
 
     def reset_running(self) -> int:
         """Abandon every running attempt (a crashed run's), returning how many. Only for a

@@ -1,23 +1,25 @@
 """Playing a match on this machine (`fleet.match`, through `play_local` on SQLite): games
-recorded with their records, a crashing bot's game is a result (a loss), not a failure; how each
-kind of team is started."""
+recorded with their records, a crashing bot's game is a result (a loss), not a failure; the
+same games and records as the one-machine league (`league.run`), whose unit it plays on."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
-import pytest
+import trio
 
 from fleet.coordinator import play_local
-from fleet.match import MatchEnd, launcher_for, needs_containers
+from fleet.match import MatchEnd, mode_for, worker_config
 from fleet.runs import RunStatus
 from fleet.stores import open_store
 from league.config import load_league, parse_league
 from league.records import read_record, verify
-from runner.game import Server
-from runner.options import MatchError
-from runner.players import ProcessLauncher
+from league.run import AsyncStore, container_label, run_league
+from league.schedule import build_schedule
+from league.store import FinishedGame, LeagueStore
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_BOT = ROOT / "tests" / "bots" / "fast_bot.py"
@@ -48,27 +50,77 @@ def test_a_crashing_bot_loses_its_games_and_the_match_is_done(tmp_path: Path) ->
         store.close()
 
 
-def test_each_kind_of_team_gets_its_launcher(tmp_path: Path) -> None:
+def test_a_league_file_with_container_teams_is_played_in_docker_mode(tmp_path: Path) -> None:
+    commands = 'name = "Kinds"\n' + "".join(
+        f'[[teams]]\nid = "{team}"\ncommand = ["bot"]\n' for team in ("a", "b")
+    )
+    assert mode_for(parse_league(commands, base=tmp_path)) == "process"
+    mixed = commands + '[[teams]]\nid = "img"\nimage = "haie:v3"\n'
+    assert mode_for(parse_league(mixed, base=tmp_path)) == "docker"
+
+
+def test_workers_on_one_host_never_sweep_each_other_s_containers(tmp_path: Path) -> None:
+    """Opening a docker table removes the containers of its label: each worker has its own,
+    stable across restarts under the same name."""
     config = parse_league(
-        'name = "Kinds"\n'
-        '[[teams]]\nid = "proc"\ncommand = ["bot", "--fast"]\n'
-        '[[teams]]\nid = "img"\nimage = "haie:v3"\n'
-        '[limits]\ncpus = 2.0\nmemory = "1g"\npids = 99\n',
+        'name = "L"\n'
+        + "".join(f'[[teams]]\nid = "{team}"\nimage = "bot:{team}"\n' for team in ("a", "b")),
         base=tmp_path,
     )
-    assert needs_containers(config)
-    server = Server("127.0.0.1", 1, "pw", "test", 10.0, unix_socket=tmp_path / "server.sock")
-    process = launcher_for(config, "proc", server, 7)
-    assert isinstance(process, ProcessLauncher) and process.argv == ["bot", "--fast"]
-    from sandbox import ContainerLauncher
+    labels = [container_label(worker_config(config, name)) for name in ("h-1", "h-2", "h-1")]
+    assert labels[0] != labels[1] and labels[0] == labels[2]
+    assert container_label(config) not in labels
+    assert worker_config(config, "h-1").teams == config.teams
 
-    container = launcher_for(config, "img", server, 7)
-    assert isinstance(container, ContainerLauncher)
-    assert (container.image, container.match_id) == ("haie:v3", "7")
-    assert (container.limits.cpus, container.limits.memory_mib, container.limits.pids) == (
-        2,
-        1024,
-        99,
+
+def _league_text(database: Path) -> str:
+    return (
+        f'name = "Same"\ngames_per_match = 2\nseed = 5\ndatabase = "{database}"\n'
+        f'[[teams]]\nid = "one"\ncommand = ["{sys.executable}", "{FAST_BOT}", "--seed", "1"]\n'
+        f'[[teams]]\nid = "two"\ncommand = ["{sys.executable}", "{FAST_BOT}", "--seed", "2"]\n'
+        f'[[teams]]\nid = "three"\ncommand = ["{sys.executable}", "{FAST_BOT}", "--seed", "3"]\n'
     )
-    with pytest.raises(MatchError, match="Unix socket"):
-        launcher_for(config, "img", Server("127.0.0.1", 1, "pw", "test", 10.0), 7)
+
+
+def _without_date(game: FinishedGame) -> tuple[object, ...]:
+    assert game.outcome.record is not None
+    record = read_record(game.outcome.record.encode())
+    # Dates and the bots' move times differ between two runs; everything else must not.
+    moves = tuple(move.move for move in record.moves)
+    return (
+        game.game,
+        replace(game.outcome, record=None),
+        replace(record, date="", moves=()),
+        moves,
+    )
+
+
+def test_a_worker_records_what_the_one_machine_league_records(tmp_path: Path) -> None:
+    """The same league file and seeds: `piranhas-league run` and the distributed match code
+    (here without a queue) record the same games, outcomes and records (dates aside)."""
+    local_file, fleet_file = tmp_path / "local.toml", tmp_path / "fleet.toml"
+    local_file.write_text(_league_text(tmp_path / "local.sqlite"))
+    fleet_file.write_text(_league_text(tmp_path / "fleet.sqlite"))
+    local = load_league(local_file)
+    store = AsyncStore(partial(LeagueStore.sqlite, local.database))
+
+    async def run_local() -> int:
+        await store.call(store.store.initialize, local, build_schedule(local))
+        with trio.fail_after(120):
+            return await run_league(local, store, mode="process", log_dir=tmp_path / "local")
+
+    try:
+        assert trio.run(run_local) == 6
+        local_games = store.call_sync(store.store.finished_games)
+    finally:
+        store.close()
+    fleet = load_league(fleet_file)
+    ends = play_local(fleet, str(fleet.database), tmp_path / "fleet")
+    assert ends == {match: MatchEnd.DONE for match in (1, 2, 3)}
+    fleet_store, _ = open_store(str(fleet.database))
+    try:
+        fleet_games = fleet_store.finished_games()
+    finally:
+        fleet_store.close()
+    assert len(fleet_games) == 6
+    assert [_without_date(g) for g in fleet_games] == [_without_date(g) for g in local_games]
