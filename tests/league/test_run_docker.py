@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,12 +77,13 @@ def finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def docker_ready() -> None:
+def docker_ready() -> Iterator[None]:
+    """A daemon with the bot base image; the league's folder images are removed afterwards."""
     require_docker()
-
-
-def league_images() -> set[str]:
-    return set(cli("images", "--quiet", "piranhas-league/*").split())
+    yield
+    built = cli("images", "--quiet", "piranhas-league/*").split()
+    if built:
+        cli("rmi", "--force", *built)
 
 
 def test_a_docker_league_is_played_to_the_end(tmp_path: Path, docker_ready: None) -> None:
