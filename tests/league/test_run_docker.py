@@ -12,6 +12,7 @@ Needs a Docker daemon (`.ci/docker-env.sh start`); skipped otherwise."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -26,6 +27,7 @@ from league.config import load_league
 from league.schedule import build_schedule
 from league.standings import compute_standings
 from league.store import LeagueStore
+from sandbox.docker import docker_cli as docker_client
 from tests.helpers.docker import bot_folder, cli, labelled_containers, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -191,3 +193,76 @@ def test_a_killed_docker_league_resumes_and_plays_every_game_once(
         .fetchall()
     )
     assert len(rows) == len(set(rows)) == 12
+
+
+COMPOSE = Path("/usr/bin/docker-compose")
+
+
+def test_the_compose_league_plays_stops_on_sigterm_and_continues(
+    docker_ready: None, tmp_path: Path
+) -> None:
+    """docker-compose.league.yml with Debian's docker-compose (v1): its socket mount, the
+    same-path binds of the checkout and the socket directory, the mounted Docker CLI and the
+    SIGTERM of `stop`. The image `piranhas-server:local` (Dockerfile target `server`) is
+    replaced by the bot base image running this checkout's code on the test venv's packages
+    (mounted at their own path): building it needs the smoke test's wheelhouse."""
+    if not COMPOSE.exists():
+        pytest.skip("no /usr/bin/docker-compose (Debian's docker-compose)")
+    work = REPO / "docker" / "league" / "run" / f"pytest-{os.getpid()}"  # under $PWD: mounted
+    site_packages = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    site_packages /= "site-packages"
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    project = f"piranhas-test-{os.getpid()}"
+    try:
+        for mode in ("play", "crash"):
+            bot_folder(work / "bots", mode)
+        teams = (("a", "play"), ("b", "play"), ("c", "crash"))
+        (work / "liga.toml").write_text(
+            'name = "Compose-Test"\ngames_per_match = 6\nconcurrency = 2\nseed = 3\n'
+            "[timeouts]\nsoft = 2.0\nhard = 5.0\nstartup = 30.0\n"
+            + "".join(f'[[teams]]\nid = "{t}"\nfolder = "bots/{m}"\n' for t, m in teams),
+            encoding="utf-8",
+        )
+        (work / "override.yml").write_text(
+            f"""services:
+  league:
+    image: piranhas/bot-base:bookworm
+    entrypoint: ["python3", "-m", "league.cli"]
+    command: ["run", "{work}/liga.toml", "--db", "/data/league.sqlite", "--mode", "docker"]
+    environment:
+      PYTHONPATH: {REPO}:{site_packages}
+    volumes:
+      - {host.removeprefix("unix://")}:/var/run/docker.sock
+      - {site_packages}:{site_packages}:ro
+""",
+            encoding="utf-8",
+        )
+        env = dict(os.environ, PWD=str(REPO), PIRANHAS_DOCKER_CLI=docker_client())
+        base = [str(COMPOSE), "--project-name", project, "--file", "docker-compose.league.yml"]
+        base += ["--file", str(work / "override.yml")]
+
+        def compose(*arguments: str) -> str:
+            done = subprocess.run(
+                [*base, *arguments], cwd=REPO, env=env, capture_output=True, text=True,
+                timeout=300, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done.stdout + done.stderr
+
+        try:
+            compose("up", "--detach", "--no-build")
+            deadline = time.monotonic() + 120
+            while not labelled_containers():  # stopped while bots run
+                assert time.monotonic() < deadline, compose("logs", "--no-color")
+                time.sleep(0.2)
+            compose("stop")
+            assert labelled_containers() == []  # SIGTERM: the runner stopped its bots
+            assert "interrupted: the same command continues" in compose("logs", "--no-color")
+            out = compose("up", "--no-build")  # continues to the end in the foreground
+            assert "3/3 matches complete, 18/18 games recorded" in out, out
+            assert "0-0-12" in out  # the crasher lost every game
+            assert labelled_containers() == []
+        finally:
+            compose("down", "--volumes")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
