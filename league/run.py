@@ -36,7 +36,7 @@ from typing import ParamSpec, TypeVar
 import structlog
 import trio
 
-from client import ClientSession, ConnectionClosed
+from client import ClientSession
 from engine import Direction, Move
 from league.config import BotKind, LeagueConfig, TeamSpec
 from league.records import record_game, write_record
@@ -48,7 +48,7 @@ from league.store import (
     RecordStatus,
     StaleAttemptError,
 )
-from runner.game import GameSpec, Server, play_game
+from runner.game import GameSpec, Server, admin_session, play_game
 from runner.options import MatchError
 from runner.players import PlayerLauncher, ProcessLauncher, ProcessPlayer
 from runner.timing import ServerGames
@@ -611,25 +611,6 @@ async def _serve_table(
                     stop.set()
         finally:
             structlog.configure(**previous_logging)
-
-
-@asynccontextmanager
-async def admin_session(server: Server) -> AsyncIterator[ClientSession]:
-    """An authenticated admin connection to the table's server."""
-    try:
-        stream = await trio.open_tcp_stream(server.host, server.port)
-    except OSError as error:
-        raise MatchError(f"cannot connect to the server: {error}") from None
-    admin = ClientSession(stream)
-    try:
-        if server.password is not None:
-            try:
-                await admin.authenticate(server.password)
-            except ConnectionClosed as error:
-                raise MatchError(f"the server closed the connection ({error.reason})") from None
-        yield admin
-    finally:
-        await admin.aclose()
 
 
 # ---- the local runner --------------------------------------------------------------------

@@ -11,7 +11,7 @@ import contextlib
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +47,27 @@ class Server:
     # The server in this process hands its finished games (server-measured move times) here.
     games: ServerGames | None = None
     unix_socket: Path | None = None  # the server's extra listener, for container players
+
+
+@contextlib.asynccontextmanager
+async def admin_session(server: Server) -> AsyncIterator[ClientSession]:
+    """An admin connection to `server`, logged in when it has a password. Raises MatchError
+    when the server cannot be reached or refuses the connection."""
+    try:
+        stream = await trio.open_tcp_stream(server.host, server.port)
+    except OSError as error:
+        where = f"{server.host}:{server.port}"
+        raise MatchError(f"cannot connect to the server at {where}: {error}") from None
+    admin = ClientSession(stream)
+    try:
+        if server.password is not None:
+            try:
+                await admin.authenticate(server.password)
+            except ConnectionClosed as error:
+                raise MatchError(f"the server closed the connection ({error.reason})") from None
+        yield admin
+    finally:
+        await admin.aclose()
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,8 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from client import ClientSession, ConnectionClosed
 from engine import ROUND_LIMIT
-from runner.game import GameSpec, Observation, Server, Watcher, play_game
+from runner.game import GameSpec, Observation, Server, Watcher, admin_session, play_game
 from runner.launchers import launcher_for
 from runner.options import MatchError, Options
 from runner.players import PlayerLauncher
@@ -119,18 +118,7 @@ class Schedule:
 
     async def _worker(self) -> None:
         server = self.server
-        try:
-            stream = await trio.open_tcp_stream(server.host, server.port)
-        except OSError as error:
-            where = f"{server.host}:{server.port}"
-            raise MatchError(f"cannot connect to the server at {where}: {error}") from None
-        admin = ClientSession(stream)
-        try:
-            if server.password is not None:
-                try:
-                    await admin.authenticate(server.password)
-                except ConnectionClosed as error:
-                    raise MatchError(f"the server closed the connection ({error.reason})") from None
+        async with admin_session(server) as admin:
             while self.pending:
                 index = self.pending.pop(0)
                 spec = game_spec(self.options, index, paired=self.paired)
@@ -158,5 +146,3 @@ class Schedule:
                 decision = self.match.sprt_status()
                 if decision is not None and decision is not SprtStatus.CONTINUE:
                     self._stop_early(decision)
-        finally:
-            await admin.aclose()
