@@ -27,8 +27,11 @@ readonly DOCKER=/usr/bin/docker
 readonly COMPOSE=/usr/bin/docker-compose
 
 started=$SECONDS
+# Its log lines count from the same start. (Not as a prefix of `source`: bash would drop the
+# assignment again when `source` returns, and its functions need it later.)
+docker_env_started=$started
 # shellcheck source=.ci/docker-env.sh
-docker_env_started=$started source "$REPO/.ci/docker-env.sh"
+source "$REPO/.ci/docker-env.sh"
 log() { printf '[docker-smoke %3ds] %s\n' "$((SECONDS - started))" "$*"; }
 die() { log "FAIL: $*" >&2; exit 1; }
 
