@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine import FieldState, GameState
+from engine.geometry import connected_component
 
 # (team index, size) of every fish field by id(): hashing an Enum member runs Python code,
 # id() does not, and this lookup is the evaluation's hot loop.
@@ -64,17 +65,6 @@ class TeamFeatures:
         )
 
 
-def _component(seed: int, mask: int, stride: int) -> int:
-    """The 8-connected group of `mask` containing `seed` (bit masks, one guard bit per row)."""
-    reach = seed
-    while True:
-        row_grown = reach | (reach << 1) | (reach >> 1)
-        grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & mask
-        if grown == reach:
-            return reach
-        reach = grown
-
-
 def _features(
     mask: int, heavy: int, large: int, places: list[tuple[int, int]], stride: int
 ) -> TeamFeatures:
@@ -87,7 +77,7 @@ def _features(
     swarms = 0
     remaining = mask
     while remaining:
-        swarm = _component(remaining & -remaining, remaining, stride)
+        swarm = connected_component(remaining & -remaining, remaining, stride)
         remaining ^= swarm
         swarms += 1
         weight = swarm.bit_count() + (swarm & heavy).bit_count() + (swarm & large).bit_count()

@@ -136,3 +136,15 @@ def geometry(width: int, height: int) -> Geometry:
         axes=tuple(_AXIS_OF[direction] for direction in DIRECTIONS),
         rays=rays,
     )
+
+
+def connected_component(seed: int, mask: int, stride: int) -> int:
+    """The 8-connected group of `mask` containing the bit(s) of `seed`, on bit boards with
+    `stride` bits per row and a guard bit at each row's end (so shifts never wrap a row)."""
+    reach = seed
+    while True:
+        row_grown = reach | (reach << 1) | (reach >> 1)
+        grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & mask
+        if grown == reach:
+            return reach
+        reach = grown

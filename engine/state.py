@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.generator import BOARD_SIZE, random_rows
-from engine.geometry import DIRECTIONS, Geometry, geometry
+from engine.geometry import DIRECTIONS, Geometry, connected_component, geometry
 from engine.types import FieldState, InvalidMoveError, Move, MoveMistake, Team
 
 ROUND_LIMIT = 30
@@ -59,20 +59,9 @@ class Outcome:
     reason: WinReason
 
 
-def _component(seed: int, mask: int, stride: int) -> int:
-    """The 8-connected group of `mask` containing the bit(s) of `seed`."""
-    reach = seed
-    while True:
-        row_grown = reach | (reach << 1) | (reach >> 1)
-        grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & mask
-        if grown == reach:
-            return reach
-        reach = grown
-
-
 def _is_connected(mask: int, stride: int) -> bool:
     # False without fish, as the official isSwarmConnected.
-    return mask != 0 and _component(mask & -mask, mask, stride) == mask
+    return mask != 0 and connected_component(mask & -mask, mask, stride) == mask
 
 
 class GameState:
@@ -453,7 +442,7 @@ class GameState:
         stride, ge2, ge3 = self._geo.stride, self._ge2, self._ge3
         best = -1
         while remaining:
-            swarm = _component(remaining & -remaining, remaining, stride)
+            swarm = connected_component(remaining & -remaining, remaining, stride)
             remaining &= ~swarm
             weight = swarm.bit_count() + (swarm & ge2).bit_count() + (swarm & ge3).bit_count()
             best = max(best, weight)
