@@ -383,13 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except FleetError as error:
             print(f"piranhas-league: {error}", file=sys.stderr)
             return 2
-    except LeagueFileError as error:
-        print(f"piranhas-league: {error}", file=sys.stderr)
-        return 2
-    except LeagueRunError as error:
-        print(f"piranhas-league: {error}", file=sys.stderr)
-        return 2
-    except (StoreError, OSError) as error:
+    except (LeagueFileError, LeagueRunError, StoreError, OSError) as error:
         print(f"piranhas-league: {error}", file=sys.stderr)
         return 2
 
