@@ -38,7 +38,7 @@ import trio
 
 from client import ClientSession
 from engine import Direction, Move
-from league.config import BotKind, LeagueConfig, TeamSpec
+from league.config import BotKind, LeagueConfig, TeamSpec, check_command
 from league.records import record_game, write_record
 from league.schedule import Match, build_schedule
 from league.store import (
@@ -268,7 +268,7 @@ def check_mode(config: LeagueConfig, mode: str) -> None:
         raise LeagueRunError("docker mode needs the sandbox package")
     for team in config.teams:
         if mode == "process" or team.bot.kind is BotKind.COMMAND:
-            bot_command(team)
+            check_command(config, team, bot_command(team))
 
 
 def container_label(config: LeagueConfig) -> str:

@@ -121,6 +121,9 @@ class SQLiteBackend:
 
     def __init__(self, path: Path | str, *, busy_timeout: float = 30.0) -> None:
         self.path = Path(path)
+        if self.path.exists() and not self.path.is_file():
+            # SQLite would answer "disk I/O error" on the first commit (/dev/null).
+            raise StoreError(f"{self.path}: the store must be a regular file")
         self._connection = sqlite3.connect(
             self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=True
         )
