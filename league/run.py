@@ -33,11 +33,11 @@ from functools import partial
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-import structlog
 import trio
 
 from client import ClientSession
 from engine import Direction, Move
+from launching import MatchError, PlayerLauncher
 from league.config import BotKind, LeagueConfig, TeamSpec
 from league.records import record_game, write_record
 from league.schedule import Match, build_schedule
@@ -48,9 +48,10 @@ from league.store import (
     RecordStatus,
     StaleAttemptError,
 )
-from runner.game import GameSpec, Server, admin_session, play_game
-from runner.options import MatchError
-from runner.players import PlayerLauncher, ProcessLauncher, ProcessPlayer
+from runner.exceptions import first_leaf
+from runner.game import GameSpec, ServerAddress, admin_session, play_game
+from runner.inprocess import in_process_server
+from runner.players import ProcessLauncher, ProcessPlayer
 from runner.timing import ServerGames
 from server.recorder import FinishedGame as ServerGame
 
@@ -352,7 +353,7 @@ class LeagueTable:
 
     config: LeagueConfig
     matches: tuple[Match, ...]
-    server: Server
+    server: ServerAddress
     games: ServerGames
     launchers: dict[str, PlayerLauncher]
     log_dir: Path
@@ -540,19 +541,11 @@ async def _serve_table(
     records_dir: Path | None,
     reaper: BotReaper,
 ) -> AsyncIterator[LeagueTable]:
-    import secrets
-    import tempfile
-
-    from server.app import serve
     from server.config import Settings
-    from server.logs import configure_logging
 
     timeouts = config.timeouts
     settings = replace(
         Settings(),
-        host="127.0.0.1",
-        port=0,
-        password=secrets.token_urlsafe(18),
         soft_timeout=timeouts.soft,
         hard_timeout=timeouts.hard,
         # A bot that does not connect within the start-up time loses (the room expires).
@@ -564,53 +557,25 @@ async def _serve_table(
         max_connections_per_address=max(64, 4 * config.concurrency + 8),
         max_rooms_per_connection=4,
     )
-    games = ServerGames()
-    stop = trio.Event()
-    with (
-        tempfile.TemporaryDirectory(prefix="piranhas-league-") as socket_dir,
-        (log_dir / "server.log").open("a", encoding="utf-8") as server_log,
-    ):
+    async with in_process_server(
+        settings, log_dir / "server.log", unix_socket=mode == "docker"
+    ) as server:
         if mode == "docker":
-            # Container bots reach the server through a relay on this socket
-            # (docs/sandbox.md); the directory holds nothing else.
-            server_socket = Path(socket_dir) / "server.sock"
-            settings = replace(settings, unix_socket=server_socket)
-            launchers = await container_launchers(config, server_socket, reaper)
+            # Container bots reach the server through a relay on its socket (docs/sandbox.md).
+            assert server.unix_socket is not None
+            launchers = await container_launchers(config, server.unix_socket, reaper)
         else:
             launchers = process_launchers(config, reaper)
-        # The server logs every move: to its file. Afterwards the logging is what it was (an
-        # embedding program's, or a test's; never the closed file).
-        previous_logging = structlog.get_config()
-        configure_logging("console", "info", stream=server_log, cache=False)
-        try:
-            async with trio.open_nursery() as nursery:
-                port: int = await nursery.start(
-                    partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
-                )
-                server = Server(
-                    host="127.0.0.1",
-                    port=port,
-                    password=settings.password,
-                    password_source="random",
-                    hard_timeout=settings.hard_timeout,
-                    soft_timeout=settings.soft_timeout,
-                    games=games,
-                    unix_socket=settings.unix_socket,
-                )
-                try:
-                    yield LeagueTable(
-                        config,
-                        build_schedule(config),
-                        server,
-                        games,
-                        launchers,
-                        log_dir,
-                        records_dir,
-                    )
-                finally:
-                    stop.set()
-        finally:
-            structlog.configure(**previous_logging)
+        assert server.games is not None
+        yield LeagueTable(
+            config,
+            build_schedule(config),
+            server,
+            server.games,
+            launchers,
+            log_dir,
+            records_dir,
+        )
 
 
 # ---- the local runner --------------------------------------------------------------------
@@ -680,17 +645,11 @@ async def run_league(
                 for index in range(max(1, concurrency)):
                     nursery.start_soon(worker, index)
         except BaseExceptionGroup as group:
-            first = _first_leaf(group)
+            first = first_leaf(group)
             if isinstance(first, LeagueRunError | MatchError):
                 raise LeagueRunError(str(first)) from None
             raise
     return recorded
-
-
-def _first_leaf(error: BaseException) -> BaseException:
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
 
 
 def describe(report: GameReport, names: dict[str, str]) -> str:

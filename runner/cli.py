@@ -24,11 +24,10 @@ official client); 130 after Ctrl+C.
 from __future__ import annotations
 
 import contextlib
-import secrets
 import signal
 import sys
-import tempfile
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
@@ -37,16 +36,19 @@ from pathlib import Path
 import trio
 
 from engine import GameState
+from launching import MatchError
 from runner.display import Display, display_for
-from runner.game import GameSpec, Observation, Server, Watcher
+from runner.exceptions import find_exception
+from runner.game import GameSpec, Observation, ServerAddress, Watcher
+from runner.inprocess import in_process_server
 from runner.launchers import docker_image
 from runner.ndjson import EventLog, read_resume
-from runner.options import PROGRAM, MatchError, Options, parse_options
+from runner.options import PROGRAM, Options, parse_options
 from runner.reproduce import write_reproducer
 from runner.schedule import Schedule
 from runner.scores import Match
-from runner.timing import ServerGames, TimeReport, irregular_loss
-from server.cli import ExitCode, find_exception
+from runner.timing import TimeReport, irregular_loss
+from server.cli import ExitCode
 from server.config import ConfigError, load_settings
 
 DEFAULT_HARD_TIMEOUT = 10.0  # the official hard timeout; assumed for a server we did not start
@@ -62,87 +64,84 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
     except OSError as error:
         raise MatchError(f"cannot create the log directory {options.log_dir}: {error}") from None
     interrupted = trio.Event()
-    stop_server = trio.Event()
-    with contextlib.ExitStack() as files:
-        async with trio.open_nursery() as server_nursery:
-            try:
-                async with trio.open_nursery() as match_nursery:
-                    match_nursery.start_soon(
-                        cancel_on_signal, match_nursery.cancel_scope, interrupted
-                    )
-                    if options.port is None:
-                        server = await start_server(
-                            server_nursery, files, options, match, stop_server
-                        )
-                    else:
-                        assert options.host is not None
-                        server = Server(
-                            options.host,
-                            options.port,
-                            options.password,
-                            options.password_source,
-                            DEFAULT_HARD_TIMEOUT,
-                            DEFAULT_SOFT_TIMEOUT,
-                        )
-                        match.say(f"server: {server.host}:{server.port}")
-                    if options.concurrency > 1:
-                        match.say(f"{options.concurrency} games at once")
-                    done = frozenset(game.number for game in match.played)
-                    if done:
-                        match.say(f"resumed: {len(done)} of {options.games} games already played")
-
-                    source = "server" if server.games is not None else "observer"
-                    times = TimeReport(options.names, server.soft_timeout, source)
-                    match.times = times
-
-                    async def record(observation: Observation) -> None:
-                        replay = await save(options, observation)
-                        summary = observation.summary
-                        game = observation.server_game
-                        result = summary.result if game is None else game.result
-                        loss = irregular_loss(
-                            result, options.names, summary.one, list(observation.crashed)
-                        )
-                        move_ms = observation.move_ms if game is None else list(game.move_ms)
-                        times.add_game(summary.one, move_ms, options.can_timeout, loss)
-                        reproducer = None
-                        if loss is not None and not options.no_reproducers:
-                            reproducer = await trio.to_thread.run_sync(
-                                partial(reproducer_for, options, server, observation, loss)
-                            )
-                            if reproducer is not None:
-                                summary.notes.append(f"reproducer: {reproducer}/repro.sh")
-                        events.game_end(
-                            summary,
-                            options.names,
-                            observation.move_ms,
-                            replay,
-                            server_move_ms=None if game is None else list(game.move_ms),
-                            loss=loss,
-                            reproducer=reproducer,
-                            phases=observation.phases,
-                        )
-
-                    schedule = Schedule(
-                        options,
-                        match,
-                        server,
-                        record,
-                        done=done,
-                        counted=events.stats,
-                        watch=board_drawer(match) if options.show_board else None,
-                    )
-                    await schedule.play()
-                    match_nursery.cancel_scope.cancel()  # the signal watcher
-            finally:
-                # The in-process server shuts down gracefully (it returns at once without
-                # rooms); a MatchError cancels it instead, which is as good after the bots
-                # are gone.
-                stop_server.set()
+    async with contextlib.AsyncExitStack() as stack:
+        if options.port is None:
+            server = await stack.enter_async_context(start_server(options))
+            match.say(
+                f"server: 127.0.0.1:{server.port} in this process, "
+                f"log {options.log_dir / 'server.log'}"
+            )
+        else:
+            assert options.host is not None
+            server = ServerAddress(
+                options.host,
+                options.port,
+                options.password,
+                options.password_source,
+                DEFAULT_HARD_TIMEOUT,
+                DEFAULT_SOFT_TIMEOUT,
+            )
+            match.say(f"server: {server.host}:{server.port}")
+        # The in-process server (outside this nursery) shuts down gracefully once the games
+        # and their bots are gone, also after Ctrl+C.
+        async with trio.open_nursery() as match_nursery:
+            match_nursery.start_soon(cancel_on_signal, match_nursery.cancel_scope, interrupted)
+            await play(options, match, events, server)
+            match_nursery.cancel_scope.cancel()  # the signal watcher
     if interrupted.is_set():
         return ExitCode.INTERRUPTED
     decision = match.sprt_status()
     return ExitCode.OK if decision is None else decision.exit_code
+
+
+async def play(options: Options, match: Match, events: EventLog, server: ServerAddress) -> None:
+    """Play the games not played yet on `server`, recording each as it ends."""
+    if options.concurrency > 1:
+        match.say(f"{options.concurrency} games at once")
+    done = frozenset(game.number for game in match.played)
+    if done:
+        match.say(f"resumed: {len(done)} of {options.games} games already played")
+
+    source = "server" if server.games is not None else "observer"
+    times = TimeReport(options.names, server.soft_timeout, source)
+    match.times = times
+
+    async def record(observation: Observation) -> None:
+        replay = await save(options, observation)
+        summary = observation.summary
+        game = observation.server_game
+        result = summary.result if game is None else game.result
+        loss = irregular_loss(result, options.names, summary.one, list(observation.crashed))
+        move_ms = observation.move_ms if game is None else list(game.move_ms)
+        times.add_game(summary.one, move_ms, options.can_timeout, loss)
+        reproducer = None
+        if loss is not None and not options.no_reproducers:
+            reproducer = await trio.to_thread.run_sync(
+                partial(reproducer_for, options, server, observation, loss)
+            )
+            if reproducer is not None:
+                summary.notes.append(f"reproducer: {reproducer}/repro.sh")
+        events.game_end(
+            summary,
+            options.names,
+            observation.move_ms,
+            replay,
+            server_move_ms=None if game is None else list(game.move_ms),
+            loss=loss,
+            reproducer=reproducer,
+            phases=observation.phases,
+        )
+
+    schedule = Schedule(
+        options,
+        match,
+        server,
+        record,
+        done=done,
+        counted=events.stats,
+        watch=board_drawer(match) if options.show_board else None,
+    )
+    await schedule.play()
 
 
 def board_drawer(match: Match) -> Watcher:
@@ -164,7 +163,7 @@ def board_drawer(match: Match) -> Watcher:
 
 
 def reproducer_for(
-    options: Options, server: Server, observation: Observation, loss: tuple[int, str]
+    options: Options, server: ServerAddress, observation: Observation, loss: tuple[int, str]
 ) -> Path | None:
     """Write the reproducer folder of an irregular loss (runner.reproduce)."""
     player, kind = loss
@@ -200,58 +199,22 @@ async def cancel_on_signal(scope: trio.CancelScope, interrupted: trio.Event) -> 
             return
 
 
-async def start_server(
-    nursery: trio.Nursery,
-    files: contextlib.ExitStack,
-    options: Options,
-    match: Match,
-    stop: trio.Event,
-) -> Server:
-    """The game server in this process, on a free loopback port with a random password."""
-    from server.app import serve
-    from server.logs import configure_logging
-
+def start_server(options: Options) -> AbstractAsyncContextManager[ServerAddress]:
+    """The game server in this process (runner.inprocess) with the user's settings (a
+    server.properties in the working directory), its log in the match's log folder."""
     try:
         settings = load_settings([], Path.cwd())
     except ConfigError as error:
         raise MatchError(f"server settings: {error}") from None
-    settings = replace(
+    # The match writes its own results and replays (the same for a server it did not start);
+    # the server's would be duplicates.
+    settings = replace(settings, results_file=None, save_replay=False)
+    return in_process_server(
         settings,
-        host="127.0.0.1",
-        port=0,
-        password=secrets.token_urlsafe(18),
-        # The match writes its own results and replays (the same for a server it did not
-        # start); the server's would be duplicates.
-        results_file=None,
-        save_replay=False,
-    )
-    if any(docker_image(command) for command in options.commands):
-        # Container players reach the server through a relay on this socket (docs/sandbox.md).
-        socket_dir = files.enter_context(tempfile.TemporaryDirectory(prefix="piranhas-"))
-        settings = replace(settings, unix_socket=Path(socket_dir) / "server.sock")
-    log_path = options.log_dir / "server.log"
-    log_file = files.enter_context(log_path.open("a", encoding="utf-8"))
-    # The server logs every move: to a file, not between the match's lines.
-    configure_logging("console", settings.log_level, stream=log_file, cache=False)
-    try:
-        # The server's recorder hands every finished game (its own move times) to the match:
-        # the runner composes the server; the server knows nothing of the runner.
-        games = ServerGames()
-        port: int = await nursery.start(
-            partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
-        )
-    except OSError as error:
-        raise MatchError(f"cannot start the server: {error}") from None
-    match.say(f"server: 127.0.0.1:{port} in this process, log {log_path}")
-    return Server(
-        "127.0.0.1",
-        port,
-        settings.password,
-        "random",
-        settings.hard_timeout,
-        settings.soft_timeout,
-        games,
-        settings.unix_socket,
+        options.log_dir / "server.log",
+        log_level=settings.log_level,
+        # Container players reach the server through a relay on its socket (docs/sandbox.md).
+        unix_socket=any(docker_image(command) for command in options.commands),
     )
 
 
@@ -339,7 +302,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
     finally:
         match.display = Display(match.out)  # the bar is gone: the table prints plainly
-        restore_logging(options)
         if error_text is not None:
             outcome = "error"
         elif status == ExitCode.INTERRUPTED:
@@ -364,14 +326,6 @@ def fail(error: MatchError) -> int:
     """Print the error; the official TestClient's status for every failure."""
     print(f"{PROGRAM}: error: {error}", file=sys.stderr)
     return ExitCode.USAGE
-
-
-def restore_logging(options: Options) -> None:
-    """The server's log file is closed now; later log calls must not write to it."""
-    if options.port is None:
-        from server.logs import configure_logging
-
-        configure_logging("console", "warning", cache=False)
 
 
 if __name__ == "__main__":

@@ -11,16 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from launching import MatchError
 from runner.stats import Sprt
 from server.config import DEFAULT_PASSWORD, PROPERTIES_FILE, ConfigError, load_settings
 
 PROGRAM = "piranhas-match"
 DEMO_PLAYERS = ("builtin:search --budget 0.3", "builtin:greedy")
 DEMO_GAMES = 2
-
-
-class MatchError(Exception):
-    """Ends the run with status 2; the message says what happened."""
 
 
 @dataclass(frozen=True)

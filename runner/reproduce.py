@@ -30,13 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import secrets
 import shlex
 import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +42,14 @@ import trio
 
 from client import ClientSession, ConnectionClosed
 from engine import GameState, Team
+from launching import MatchError
 from protocol.messages import Left, Memento, MoveRequest, ResultMessage
 from protocol.replay import write_replay
 from runner.game import Observation, file_safe, log_path
-from runner.options import PROGRAM, MatchError, player_command
+from runner.inprocess import in_process_server
+from runner.options import PROGRAM, player_command
 from runner.players import ProcessPlayer, start_process
-from runner.timing import CRASH, ServerGames, violation_kind
+from runner.timing import CRASH, violation_kind
 from server.config import Settings
 
 Say = Callable[[str], None]
@@ -200,12 +200,7 @@ def tail(path: Path, lines: int = BOT_LOG_TAIL) -> list[str]:
 async def reproduce(folder: Path, case: Case, command: list[str], say: Say) -> Answer:
     """Start a server from the case's state, the bot on its team and a stand-in opponent;
     return what the bot did when asked to move."""
-    from server.logs import configure_logging
-
     settings = Settings(
-        host="127.0.0.1",
-        port=0,
-        password=secrets.token_urlsafe(12),
         timeout=case.can_timeout,
         load_game_file=folder / STATE_FILE,
         turn=case.turn,
@@ -217,37 +212,13 @@ async def reproduce(folder: Path, case: Case, command: list[str], say: Say) -> A
     answer = Answer()
     bot_log = folder / "repro-bot.log"
     limit = case.hard_timeout + 15.0
-    server_log = (folder / "repro-server.log").open("a", encoding="utf-8")
-    # The server logs every move: to a file, not between the lines of the answer.
-    configure_logging("console", "info", stream=server_log, cache=False)
-    try:
-        return await _reproduce(folder, case, command, say, settings, answer, bot_log, limit)
-    finally:
-        configure_logging("console", "warning", cache=False)
-        server_log.close()
-
-
-async def _reproduce(
-    folder: Path,
-    case: Case,
-    command: list[str],
-    say: Say,
-    settings: Settings,
-    answer: Answer,
-    bot_log: Path,
-    limit: float,
-) -> Answer:
-    from server.app import serve
-
-    password = settings.password
-    assert password is not None  # set above: a random one
-    games = ServerGames()
     team = Team[case.team]
-    async with trio.open_nursery() as nursery:
-        stop = trio.Event()
-        port: int = await nursery.start(
-            partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
-        )
+    async with in_process_server(settings, folder / "repro-server.log") as server:
+        port = server.port
+        password = server.password
+        assert password is not None  # the in-process server's random one
+        games = server.games
+        assert games is not None
         say(
             f"server: 127.0.0.1:{port} from {STATE_FILE} at turn {case.turn} (soft limit "
             f"{case.soft_timeout:g} s, hard {case.hard_timeout:g} s)"
@@ -287,7 +258,6 @@ async def _reproduce(
                         answer.exit_status = bot.returncode
                 await standin.aclose()
                 await admin.aclose()
-            stop.set()
     return answer
 
 

@@ -13,20 +13,15 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from engine import ROUND_LIMIT
-from runner.game import GameSpec, Observation, Server, Watcher, admin_session, play_game
+from launching import MatchError, PlayerLauncher
+from runner.exceptions import first_leaf
+from runner.game import GameSpec, Observation, ServerAddress, Watcher, admin_session, play_game
 from runner.launchers import launcher_for
-from runner.options import MatchError, Options
-from runner.players import PlayerLauncher
+from runner.options import Options
 from runner.scores import Match, first_player
 from runner.stats import SprtStatus
 
 GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
-
-
-def first_leaf(group: BaseExceptionGroup[MatchError]) -> MatchError:
-    """The first MatchError of a group (groups nest)."""
-    inner = group.exceptions[0]
-    return inner if isinstance(inner, MatchError) else first_leaf(inner)
 
 
 def board_seed(seed: int, pair: int) -> int:
@@ -52,7 +47,7 @@ class Schedule:
         self,
         options: Options,
         match: Match,
-        server: Server,
+        server: ServerAddress,
         record: Callable[[Observation], Awaitable[None]],
         launchers: tuple[PlayerLauncher, PlayerLauncher] | None = None,
         *,

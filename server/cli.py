@@ -7,15 +7,13 @@ import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import structlog
 import trio
 
+from runner.exceptions import find_exception
 from server.config import ConfigError, parse_settings
 from server.logs import configure_logging
-
-E = TypeVar("E", bound=BaseException)
 
 
 class ExitCode(enum.IntEnum):
@@ -74,15 +72,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return ExitCode.FAILURE
     return ExitCode.OK
-
-
-def find_exception(error: BaseException, kind: type[E]) -> E | None:
-    """The first exception of `kind` in `error`, also inside exception groups."""
-    if isinstance(error, kind):
-        return error
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            found = find_exception(inner, kind)
-            if found is not None:
-                return found
-    return None

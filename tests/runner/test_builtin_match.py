@@ -13,7 +13,8 @@ import pytest
 import trio
 
 from bots.cli import main as bot_main
-from runner.options import MatchError, parse_options
+from launching import MatchError
+from runner.options import parse_options
 from server.config import Settings
 from tests.helpers.process import environment
 from tests.runner.test_match import game_lines, run_match

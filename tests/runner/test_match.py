@@ -19,10 +19,11 @@ import pytest
 import trio
 
 from engine import GameResult, GameState, PlayerEntry, Team
+from launching import MatchError
 from protocol.replay import read_replay
 from runner.cli import main
 from runner.game import left_the_game
-from runner.options import MatchError, distinct_names, parse_options
+from runner.options import distinct_names, parse_options
 from runner.scores import PlayerScore, first_player, player_at
 from tests.helpers.process import TEST_BOTS, environment
 from tests.helpers.server import running_server
