@@ -37,7 +37,7 @@ from launching import MatchError
 from league.config import LeagueConfig
 from league.run import LeagueRunError
 from league.schedule import Match
-from runner.exceptions import find_exception
+from server.exits import find_exception
 
 __all__ = ["WorkerSetup", "default_worker_name", "run_worker"]
 

@@ -22,10 +22,10 @@ from pathlib import Path
 import trio
 
 from launching import MatchError
-from runner.exceptions import lone_exception
 from runner.game import ServerAddress
 from runner.timing import ServerGames
 from server.config import Settings
+from server.exits import lone_exception
 
 __all__ = ["in_process_server"]
 

@@ -362,7 +362,7 @@ def builtin_command(argv: list[str], flag: str) -> list[str]:
     name = argv[0].removeprefix(BUILTIN)
     if name not in BOT_NAMES:
         raise MatchError(f"{flag}: unknown built-in bot {name!r} (known: {', '.join(BOT_NAMES)})")
-    return [sys.executable, "-m", "bots.cli", "--bot", name, *argv[1:]]
+    return [sys.executable, "-m", "cli.bot", "--bot", name, *argv[1:]]
 
 
 def distinct_names(name1: str, name2: str) -> tuple[str, str]:

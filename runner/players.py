@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -16,13 +17,17 @@ import trio
 from launching import MatchError
 
 TERMINATE_WAIT = 1.0  # between SIGTERM and SIGKILL for a process that must go
+# Every player process and what it starts carry a token of their own in this variable, so the
+# ones that left its process group are found again (runner.reaper).
+TOKEN_VARIABLE = "PIRANHAS_BOT_TOKEN"
 
 
 class ProcessPlayer:
     """A player running as a local process in its own process group."""
 
-    def __init__(self, process: trio.Process) -> None:
+    def __init__(self, process: trio.Process, token: str = "") -> None:
         self.process = process
+        self.token = token  # its TOKEN_VARIABLE
 
     @property
     def returncode(self) -> int | None:
@@ -81,6 +86,7 @@ async def start_process(
     env = dict(os.environ)
     # Python bots: output reaches the log as it happens, also when the bot is killed.
     env.setdefault("PYTHONUNBUFFERED", "1")
+    token = env[TOKEN_VARIABLE] = secrets.token_hex(8)
     with log_path.open("wb") as log_file:
         try:
             process = await trio.lowlevel.open_process(
@@ -97,4 +103,4 @@ async def start_process(
             )
         except OSError as error:
             raise MatchError(f"cannot start {what}: {error}") from None
-    return ProcessPlayer(process)
+    return ProcessPlayer(process, token)

@@ -14,12 +14,13 @@ import trio
 
 from engine import ROUND_LIMIT
 from launching import MatchError, PlayerLauncher
-from runner.exceptions import first_leaf
 from runner.game import GameSpec, Observation, ServerAddress, Watcher, admin_session, play_game
 from runner.launchers import launcher_for
 from runner.options import Options
+from runner.reaper import BotReaper, reaped
 from runner.scores import Match, first_player
 from runner.stats import SprtStatus
+from server.exits import first_leaf
 
 GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
 
@@ -54,17 +55,20 @@ class Schedule:
         done: frozenset[int] = frozenset(),
         counted: Callable[[Match], None] | None = None,
         watch: Watcher | None = None,
+        reaper: BotReaper | None = None,
     ) -> None:
         """`record` is awaited for each finished game before it is counted, `counted` is
-        called after; game numbers in `done` were played by an earlier run (--resume)."""
+        called after; game numbers in `done` were played by an earlier run (--resume).
+        With a `reaper`, no process a local bot started outlives its game (runner.reaper)."""
         self.options = options
         self.match = match
         self.server = server
         self.record = record
-        self.launchers = launchers or (
+        one, two = launchers or (
             launcher_for(options.commands[0], server.unix_socket),
             launcher_for(options.commands[1], server.unix_socket),
         )
+        self.launchers = (reaped(one, reaper), reaped(two, reaper))
         self.counted = counted
         self.watch = watch
         self.pending = [index for index in range(options.games) if index + 1 not in done]

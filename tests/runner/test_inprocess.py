@@ -41,9 +41,11 @@ async def test_the_callers_logging_works_on_after_the_server_stopped(tmp_path: P
     worker_log(tmp_path / "worker.log")
     logging.getLogger("dramatiq.worker").info("before the match")
     with trio.fail_after(30):
-        async with in_process_server(Settings(), tmp_path / "server.log") as server:
-            async with admin_session(server):
-                structlog.get_logger("test").info("while the server runs")
+        async with (
+            in_process_server(Settings(), tmp_path / "server.log") as server,
+            admin_session(server),
+        ):
+            structlog.get_logger("test").info("while the server runs")
     logging.getLogger("dramatiq.worker").info("after the match")
     structlog.get_logger("test").info("structlog after the match")
     for handler in logging.root.handlers:

@@ -18,13 +18,13 @@ from client import ClientSession, open_session
 from engine import GameState
 from launching import MatchError
 from protocol.messages import Left, Memento, MoveRequest
-from runner.exceptions import find_exception
 from runner.game import Observation, ServerAddress
 from runner.options import Options, default_concurrency, parse_options
 from runner.schedule import Schedule, board_seed, game_spec
 from runner.scores import Match
 from server.app import serve
 from server.config import Settings
+from server.exits import find_exception
 
 LIMIT = 20
 PASSWORD = "pw"

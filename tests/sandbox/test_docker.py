@@ -25,12 +25,12 @@ import trio
 
 from client import ClientSession
 from launching import MatchError
-from runner.exceptions import find_exception
 from runner.game import GameSpec, Observation, ServerAddress, log_path, play_game
 from sandbox import ContainerLauncher, DockerError, Limits, sweep
 from sandbox.images import build_bot_image
 from server.app import serve
 from server.config import Settings
+from server.exits import find_exception
 from tests.helpers.docker import build_mode_images, cli, labelled_containers, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -202,11 +202,11 @@ async def test_sweep_removes_the_leftovers_of_a_dead_run(images: dict[str, str])
 
 
 def piranhas_match(cwd: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """`python -m runner.cli ARGUMENTS` in `cwd`, this checkout's code."""
+    """`python -m cli.match ARGUMENTS` in `cwd`, this checkout's code."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return subprocess.run(
-        [sys.executable, "-m", "runner.cli", *arguments],
+        [sys.executable, "-m", "cli.match", *arguments],
         cwd=cwd,
         env=env,
         capture_output=True,

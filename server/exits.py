@@ -1,14 +1,26 @@
-"""Our exceptions inside trio's exception groups (nurseries wrap what their tasks and their body
-raise, and groups nest): the one place the commands, the schedule, the league and the workers
-look into them."""
+"""How the project's commands end: their exit statuses, and our exceptions inside trio's
+exception groups (nurseries wrap what their tasks and their body raise, and groups nest) — the
+one place the commands, the schedule, the league and the workers look into them."""
 
 from __future__ import annotations
 
+import enum
 from typing import TypeVar
 
 E = TypeVar("E", bound=BaseException)
 
-__all__ = ["find_exception", "first_leaf", "lone_exception"]
+__all__ = ["ExitCode", "find_exception", "first_leaf", "lone_exception"]
+
+
+class ExitCode(enum.IntEnum):
+    """Exit statuses of the project's commands (the server's and the match runner's)."""
+
+    OK = 0
+    FAILURE = 1  # the server failed (e.g. its port is taken)
+    # Bad options or configuration (as argparse does); also every failure of the match
+    # runner, which is the official TestClient's status for all of them.
+    USAGE = 2
+    INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 def find_exception(error: BaseException, kind: type[E]) -> E | None:

@@ -1,32 +1,14 @@
-"""`piranhas-match`: let a server start two bots, play N games between them and count.
-
-The model is the official TestClient (protocol §9): an admin connection prepares each game
-with two reserved slots, observes it, starts both player commands with the contest options
-`--host H --port P --reservation CODE`, and reads the result as an observer. The starting side
-alternates: in game k (0-based) player1 holds slot 0 (team ONE, moves first) when k is even.
-Scores are aggregated per player like the official client: Siegpunkte summed, Schwarmgröße as
-a running mean.
-
-Without --port the server runs in this process (on a free loopback port, with a random admin
-password); with --port the games are played on a running server. `--concurrency K` plays K
-games at once (one admin connection each); `--seed S` pairs the boards (runner.schedule).
-
-A bot that crashes, times out or breaks the rules loses that game (irregularly) and the run
-goes on; a folder per such loss reproduces it (runner.reproduce). The move times come from
-the server in this process (runner.timing).
-
-Exit status: 0 when every game was played; with --sprt 0 = H1 accepted, 1 = H0 accepted,
-3 = inconclusive. 2 for bad options, a missing player command, an unreachable server, a wrong
-password, a player process that ends before its game did, or a game that hangs (as the
-official client); 130 after Ctrl+C.
+"""A run of piranhas-match (`run_match`; the command is `cli.match`): N games between two bots
+on the server in this process (runner.inprocess) or on a running one (--port), each recorded
+(result line, replay, NDJSON event, move times) and, when a bot lost irregularly, reproduced
+(runner.reproduce). Ctrl+C or SIGTERM cancels the games: the bots are stopped, the score so far
+is kept.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
-import sys
-from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from datetime import datetime
@@ -37,25 +19,24 @@ import trio
 
 from engine import GameState
 from launching import MatchError
-from runner.display import Display, display_for
-from runner.exceptions import find_exception
 from runner.game import GameSpec, Observation, ServerAddress, Watcher
 from runner.inprocess import in_process_server
 from runner.launchers import docker_image
-from runner.ndjson import EventLog, read_resume
-from runner.options import PROGRAM, Options, parse_options
+from runner.ndjson import EventLog
+from runner.options import Options
+from runner.reaper import BotReaper
 from runner.reproduce import write_reproducer
 from runner.schedule import Schedule
 from runner.scores import Match
 from runner.timing import TimeReport, irregular_loss
-from server.cli import ExitCode
 from server.config import ConfigError, load_settings
+from server.exits import ExitCode
 
 DEFAULT_HARD_TIMEOUT = 10.0  # the official hard timeout; assumed for a server we did not start
 DEFAULT_SOFT_TIMEOUT = 2.0  # the official soft timeout (the 2 s move clock), assumed likewise
 
 
-async def run(options: Options, match: Match, events: EventLog | None = None) -> int:
+async def run_match(options: Options, match: Match, events: EventLog | None = None) -> int:
     """Play the games; returns the exit status. Raises MatchError for the status-2 ends.
     Games already in `match.played` (a resumed run) are not played again."""
     events = events or EventLog(None)
@@ -65,6 +46,7 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
         raise MatchError(f"cannot create the log directory {options.log_dir}: {error}") from None
     interrupted = trio.Event()
     async with contextlib.AsyncExitStack() as stack:
+        reaper = stack.enter_context(BotReaper())
         if options.port is None:
             server = await stack.enter_async_context(start_server(options))
             match.say(
@@ -86,7 +68,7 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
         # and their bots are gone, also after Ctrl+C.
         async with trio.open_nursery() as match_nursery:
             match_nursery.start_soon(cancel_on_signal, match_nursery.cancel_scope, interrupted)
-            await play(options, match, events, server)
+            await play(options, match, events, server, reaper)
             match_nursery.cancel_scope.cancel()  # the signal watcher
     if interrupted.is_set():
         return ExitCode.INTERRUPTED
@@ -94,7 +76,9 @@ async def run(options: Options, match: Match, events: EventLog | None = None) ->
     return ExitCode.OK if decision is None else decision.exit_code
 
 
-async def play(options: Options, match: Match, events: EventLog, server: ServerAddress) -> None:
+async def play(
+    options: Options, match: Match, events: EventLog, server: ServerAddress, reaper: BotReaper
+) -> None:
     """Play the games not played yet on `server`, recording each as it ends."""
     if options.concurrency > 1:
         match.say(f"{options.concurrency} games at once")
@@ -140,6 +124,7 @@ async def play(options: Options, match: Match, events: EventLog, server: ServerA
         done=done,
         counted=events.stats,
         watch=board_drawer(match) if options.show_board else None,
+        reaper=reaper,
     )
     await schedule.play()
 
@@ -253,80 +238,3 @@ async def save(options: Options, observation: Observation) -> Path | None:
             record["notes"] = summary.notes
         await trio.to_thread.run_sync(ResultsLog(options.results).append, record)
     return replay
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The `piranhas-match` command."""
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["reproduce"]:
-        from runner import reproduce
-
-        return reproduce.main(arguments[1:])
-    try:
-        options = parse_options(arguments)
-    except MatchError as error:
-        return fail(error)
-    except SystemExit as exit_request:  # argparse: --help or a usage error (already printed)
-        return exit_request.code if isinstance(exit_request.code, int) else ExitCode.USAGE
-    match = Match(
-        options.names,
-        options.games,
-        paired=options.seed is not None,
-        report_every=options.report_every,
-        sprt=options.sprt,
-    )
-    events = EventLog(options.ndjson)
-    try:
-        if options.resume is not None:
-            for game in read_resume(options.resume, options).games:
-                match.restore(game)
-        events.open()
-    except MatchError as error:
-        return fail(error)
-    events.run_start(options, resumed=len(match.played))
-    status: int = ExitCode.USAGE
-    error_text: str | None = None
-    try:
-        with display_for(match.out, options.games, len(match.played)) as display:
-            match.display = display
-            status = trio.run(run, options, match, events)
-    except BaseException as error:
-        match_error = find_exception(error, MatchError)
-        if match_error is not None:
-            error_text = str(match_error)
-            status = fail(match_error)
-        elif find_exception(error, KeyboardInterrupt) is not None:
-            # Ctrl+C outside the graceful window (start-up): the bots are in cleanups already.
-            status = ExitCode.INTERRUPTED
-        else:
-            raise
-    finally:
-        match.display = Display(match.out)  # the bar is gone: the table prints plainly
-        if error_text is not None:
-            outcome = "error"
-        elif status == ExitCode.INTERRUPTED:
-            outcome = "interrupted"
-        else:
-            outcome = "done"
-        events.run_end(outcome, len(match.played), error_text, match=match)
-        events.close()
-    if match.played or status == ExitCode.INTERRUPTED:
-        match.print_table()
-        if match.played:
-            match.out.write(match.final_figures() + "\n")
-            if match.times is not None:
-                match.out.write(match.times.table() + "\n")
-            match.out.flush()
-    if status == ExitCode.INTERRUPTED:
-        match.say(f"interrupted after {len(match.played)} of {options.games} games")
-    return int(status)
-
-
-def fail(error: MatchError) -> int:
-    """Print the error; the official TestClient's status for every failure."""
-    print(f"{PROGRAM}: error: {error}", file=sys.stderr)
-    return ExitCode.USAGE
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
