@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from launching import MatchError
 from runner.ndjson import MAX_RESUME_LINE, read_resume
-from runner.options import MatchError, Options, parse_options
+from runner.options import Options, parse_options
 
 
 @pytest.fixture
