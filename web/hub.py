@@ -106,7 +106,7 @@ class GameView:
             "swarm": list(self.swarms),
             "timeMs": self.time_used_ms(),
             "current": self.states[-1].current_team.name if self.states else None,
-            "result": _result_json(self.result),
+            "result": result_json(self.result),
             "openedAt": self.opened_at,
         }
 
@@ -226,7 +226,7 @@ class GameHub:
             del self.games[room_id]
 
 
-def _result_json(result: GameResult | None) -> dict[str, Any] | None:
+def result_json(result: GameResult | None) -> dict[str, Any] | None:
     if result is None:
         return None
     return {

@@ -24,6 +24,7 @@ from server.config import Settings, parse_settings
 from server.feed import RoomPlayer
 from server.lobby import Lobby
 from web import app as web_app
+from web import replays as web_replays
 from web.board import largest_swarm, legal_targets, move_target, state_json
 from web.hub import GameHub
 from web.wsclient import WebSocketClosed, WsClient
@@ -330,11 +331,11 @@ async def test_replay_uploads_parse_and_bad_ones_are_refused(
         assert (await browser.get("/api/replays/replay_a.xml"))[0] == 200
         assert (await browser.get("/api/replays/..%2Fsecret.xml"))[0] == 404
         assert (await browser.get("/api/replays/missing.xml"))[0] == 404
-        monkeypatch.setattr(web_app, "MAX_REPLAY_BYTES", 100_000)
+        monkeypatch.setattr(web_replays, "MAX_REPLAY_BYTES", 100_000)
         bomb = gzip.compress(b" " * 1_000_000)
         status, body = await browser.post("/api/replays/upload", bomb)
         assert status == 400 and "uncompressed" in body["error"]
-        monkeypatch.setattr(web_app, "MAX_UPLOAD_BYTES", 1000)
+        monkeypatch.setattr(web_replays, "MAX_UPLOAD_BYTES", 1000)
         status, body = await browser.post("/api/replays/upload", data)
         assert status == 413
 
