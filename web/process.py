@@ -4,7 +4,7 @@ players nothing.
 Rule: the game server's thread only ever puts feed events into a bounded channel (O(1), a
 full channel drops the event and logs the episode) and writes them, encoded in batches, to
 the viewer's pipe. Everything a web client asks (pages, listings, replay parsing, gzip, JSON,
-WebSocket sends) runs in the viewer process, at the lowest CPU priority (SCHED_IDLE), on its own
+WebSocket sends) runs in the viewer process, at a lower CPU priority (`NICENESS`), on its own
 trio loop. The viewer is a client like any other for the rest: admin actions and human
 players reach the game port over loopback.
 
@@ -41,8 +41,9 @@ log = structlog.get_logger("web.process")
 # Feed events waiting for the viewer process; beyond this they are dropped (the viewer is
 # stuck or far behind: a game never waits for it). A move makes 1-2 events.
 FEED_BUFFER = 20_000
-# The viewer yields the CPU to the game server whenever both want it.
-NICENESS = 19
+# The viewer yields the CPU to the game server whenever both want it (a tenth of the game
+# server's share; not SCHED_IDLE, which starves the pages on a machine busy with bots).
+NICENESS = 10
 START_TIMEOUT = 30.0
 RESTART_DELAY = 1.0
 STOP_TIMEOUT = 3.0
@@ -197,6 +198,7 @@ class WebProcess:
         )
         self.process = process
         self.starts += 1
+        self.url = ""
         assert process.stdin is not None and process.stdout is not None
         stdin, reader = process.stdin, FrameReader(process.stdout)
         try:
@@ -312,12 +314,7 @@ def _os_error(error: BaseException) -> OSError | None:
 
 def main() -> None:
     """`python -m web.process`: the child (started by `WebProcess`, never by hand)."""
-    # SCHED_IDLE: the viewer runs only when the game server's CPU has nothing else to do.
-    # Where that is refused, the lowest nice value.
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):
-        os.nice(NICENESS)
+    os.nice(NICENESS)
     # The server stops the viewer by closing its input; a Ctrl-C reaches both processes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The control pipes are stdin and stdout; print() and friends go to stderr instead.
