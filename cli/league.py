@@ -20,7 +20,7 @@ from typing import Any, TextIO
 import trio
 
 from league.config import BotKind, LeagueConfig, LeagueFileError, load_league
-from league.records import RecordError, read_record, verify
+from league.records import RecordError, read_record_file, verify
 from league.run import (
     MODES,
     AsyncStore,
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("verify", help="replay game records and report discrepancies")
     check.add_argument("records", type=Path, nargs="+", metavar="RECORD")
     # Across machines (docs/distributed.md): distribute, worker, status, cancel.
-    from fleet.cli import add_commands
+    from cli.fleet import add_commands
 
     add_commands(commands)
     return parser
@@ -193,8 +193,8 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     failed = 0
     for path in args.records:
         try:
-            record = read_record(path.read_bytes())
-        except (OSError, RecordError) as error:
+            record = read_record_file(path)
+        except RecordError as error:
             print(f"{path}: cannot read: {error}", file=out)
             failed += 1
             continue
@@ -376,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _verify(args, out)
         if args.command == "run":
             return _run(args, out)
-        from fleet.cli import FleetError, dispatch
+        from cli.fleet import FleetError, dispatch
 
         try:
             return dispatch(args, out)
