@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 import trio
 
-from league.config import BotKind, LeagueConfig, LeagueFileError, load_league
+from league.config import LeagueConfig, LeagueFileError, load_league
 from league.records import RecordError, read_record_file, verify
 from league.run import (
     MODES,
@@ -27,6 +27,7 @@ from league.run import (
     GameReport,
     LeagueRunError,
     check_mode,
+    default_mode,
     describe,
     display_names,
     run_league,
@@ -207,11 +208,6 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if failed else 0
 
 
-def _default_mode(config: LeagueConfig) -> str:
-    commands_only = all(team.bot.kind is BotKind.COMMAND for team in config.teams)
-    return "process" if commands_only else "docker"
-
-
 class _Progress:
     """Live progress of a run: a rich bar on a terminal, plain lines otherwise (one per
     finished game, the standings every N games)."""
@@ -291,7 +287,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             print("piranhas-league: --concurrency must be at least 1", file=sys.stderr)
             return 2
         config = replace(config, concurrency=args.concurrency)
-    mode = args.mode or _default_mode(config)
+    mode = args.mode or default_mode(config)
     check_mode(config, mode)
     matches = build_schedule(config)
     store = AsyncStore(partial(LeagueStore.sqlite, config.database))

@@ -46,7 +46,7 @@ from league.store import (
     RecordStatus,
     StaleAttemptError,
 )
-from runner.game import GameSpec, ServerAddress, admin_session, play_game
+from runner.game import GAME_MARGIN, GameSpec, ServerAddress, admin_session, play_game
 from runner.inprocess import in_process_server
 from runner.players import ProcessLauncher
 from runner.reaper import BotReaper, ReapedLauncher
@@ -62,6 +62,7 @@ __all__ = [
     "LeagueRunError",
     "LeagueTable",
     "admin_session",
+    "default_mode",
     "open_table",
     "play_and_record",
     "play_by_id",
@@ -70,7 +71,6 @@ __all__ = [
 
 BUILTIN = "builtin:"
 MODES = ("process", "docker")
-GAME_MARGIN = 60.0  # seconds on top of the league's game limit before the runner gives up
 MAX_FAILURES = 3  # failed attempts of one game in one run before the run stops
 HEARTBEAT_EVERY = 60.0  # seconds; the lease is DEFAULT_LEASE_SECONDS (300)
 RECORDED_ENDS = ("over", "expired")  # a game over, or a bot that never connected (it lost)
@@ -148,6 +148,13 @@ def bot_command(team: TeamSpec) -> list[str]:
             )
         return [sys.executable, "-m", "cli.bot", "--bot", name, *argv[1:]]
     return argv
+
+
+def default_mode(config: LeagueConfig) -> str:
+    """The mode a league is played in unless told: `docker` as soon as some team's bot runs in
+    a container (an image or a folder), else `process`."""
+    commands_only = all(team.bot.kind is BotKind.COMMAND for team in config.teams)
+    return "process" if commands_only else "docker"
 
 
 def check_mode(config: LeagueConfig, mode: str) -> None:

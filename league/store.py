@@ -103,13 +103,18 @@ class Backend(Protocol):
 
 
 class _SQLiteTransaction:
-    def __init__(self, connection: sqlite3.Connection) -> None:
+    def __init__(self, connection: sqlite3.Connection, *, read_only: bool = False) -> None:
         self._connection = connection
+        self._read_only = read_only
 
     def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         return self._connection.execute(sql, tuple(params)).fetchall()
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> int:
+        if self._read_only:
+            raise sqlite3.OperationalError(
+                "a read-only store (a reader beside the league) never writes"
+            )
         return self._connection.execute(sql, tuple(params)).rowcount
 
 
@@ -117,10 +122,25 @@ class SQLiteBackend:
     """SQLite in WAL mode with `synchronous=FULL`: a committed result survives a crash of the
     process and of the machine; readers never block the writer. One connection per backend:
     use one backend per thread or process. Write transactions start with BEGIN IMMEDIATE, so two
-    writers queue (for up to `busy_timeout` seconds) instead of failing half-way."""
+    writers queue (for up to `busy_timeout` seconds) instead of failing half-way.
 
-    def __init__(self, path: Path | str, *, busy_timeout: float = 30.0) -> None:
+    `read_only` (a reader beside the league, e.g. the web viewer): the file is opened with
+    `mode=ro`, one deferred transaction per read, so a read sees one consistent snapshot while
+    the league writes; a write raises sqlite3.OperationalError."""
+
+    def __init__(
+        self, path: Path | str, *, busy_timeout: float = 30.0, read_only: bool = False
+    ) -> None:
         self.path = Path(path)
+        self.read_only = read_only
+        if read_only:
+            self._connection = sqlite3.connect(
+                f"{self.path.resolve().as_uri()}?mode=ro",
+                uri=True,
+                isolation_level=None,
+                timeout=busy_timeout,
+            )
+            return
         self._connection = sqlite3.connect(
             self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=True
         )
@@ -143,6 +163,13 @@ class SQLiteBackend:
 
     @contextmanager
     def _transaction(self) -> Iterator[Transaction]:
+        if self.read_only:
+            self._connection.execute("BEGIN")
+            try:
+                yield _SQLiteTransaction(self._connection, read_only=True)
+            finally:
+                self._connection.execute("COMMIT")
+            return
         self._connection.execute("BEGIN IMMEDIATE")
         try:
             yield _SQLiteTransaction(self._connection)
@@ -152,7 +179,8 @@ class SQLiteBackend:
         self._connection.execute("COMMIT")
 
     def transaction(self) -> AbstractContextManager[Transaction]:
-        """A write transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on an exception)."""
+        """A write transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on an exception); a read
+        transaction when read-only."""
         return self._transaction()
 
     def close(self) -> None:

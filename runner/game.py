@@ -31,6 +31,9 @@ from server.recorder import FinishedGame
 PROCESS_EXIT_WAIT = 5.0  # after the result, as the official client
 CRASH_GRACE = 3.0  # a player that exits may have seen the result before the observer did
 ANSWER_TIMEOUT = 15.0  # for the server's answer to prepare/observe
+# Seconds a game may take beyond its own limit (every move at the hard timeout for a match, the
+# league's game limit) before the runner gives it up as hung: start-up, a slow CI machine.
+GAME_MARGIN = 60.0
 
 
 @dataclass(frozen=True)

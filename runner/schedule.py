@@ -14,15 +14,21 @@ import trio
 
 from engine import ROUND_LIMIT
 from launching import MatchError, PlayerLauncher
-from runner.game import GameSpec, Observation, ServerAddress, Watcher, admin_session, play_game
+from runner.game import (
+    GAME_MARGIN,
+    GameSpec,
+    Observation,
+    ServerAddress,
+    Watcher,
+    admin_session,
+    play_game,
+)
 from runner.launchers import launcher_for
 from runner.options import Options
 from runner.reaper import BotReaper, reaped
 from runner.scores import Match, first_player
 from runner.stats import SprtStatus
 from server.exits import first_leaf
-
-GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
 
 
 def board_seed(seed: int, pair: int) -> int:
