@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import trio
 
@@ -35,6 +35,7 @@ from league.run import (
 from league.schedule import Match, build_schedule
 from league.standings import Standings, compute_standings
 from league.store import FinishedGame, LeagueStore, StoreError
+from runner.display import display_for
 
 __all__ = ["main"]
 
@@ -209,8 +210,8 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
 
 
 class _Progress:
-    """Live progress of a run: a rich bar on a terminal, plain lines otherwise (one per
-    finished game, the standings every N games)."""
+    """Live progress of a run (runner.display): a rich bar on a terminal, plain lines
+    otherwise (one per finished game, the standings every N games)."""
 
     def __init__(
         self,
@@ -228,54 +229,30 @@ class _Progress:
         self.store = store
         self.names = display_names(config)
         self.standings_every = standings_every
+        self.total = total
+        self.done = done
         self.finished = 0
-        self._bar: Any = None
-        self._task: Any = None
-        if out.isatty():
-            try:
-                from rich.console import Console
-                from rich.progress import (
-                    BarColumn,
-                    MofNCompleteColumn,
-                    Progress,
-                    TextColumn,
-                    TimeRemainingColumn,
-                )
-            except ImportError:
-                return
-            self._bar = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                console=Console(file=out),
-            )
-            self._task = self._bar.add_task(config.name, total=total, completed=done)
+        self.display = display_for(out, total, done, label=config.name)
 
     def __enter__(self) -> _Progress:
-        if self._bar is not None:
-            self._bar.start()
+        self.display.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-    def say(self, line: str) -> None:
-        if self._bar is not None:
-            self._bar.console.print(line, markup=False, highlight=False)
-        else:
-            print(line, file=self.out, flush=True)
+        self.display.__exit__(None, None, None)
 
     async def game(self, report: GameReport) -> None:
         self.finished += 1
-        self.say(describe(report, self.names))
-        if self._bar is not None:
-            self._bar.advance(self._task)
-        elif self.standings_every and self.finished % self.standings_every == 0:
+        self.display.line(describe(report, self.names))
+        self.display.progress(self.done + self.finished, self.total, "")
+        if (
+            not self.display.live
+            and self.standings_every
+            and self.finished % self.standings_every == 0
+        ):
             games = await self.store.call(self.store.store.finished_games)
             standings = compute_standings(self.config, self.matches, games)
-            print(_plain_table(standings), file=self.out, flush=True)
+            self.display.line(_plain_table(standings))
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:

@@ -50,6 +50,7 @@ from runner.game import GAME_MARGIN, GameSpec, ServerAddress, admin_session, pla
 from runner.inprocess import in_process_server
 from runner.players import ProcessLauncher
 from runner.reaper import BotReaper, ReapedLauncher
+from runner.schedule import worker_pool
 from runner.timing import ServerGames
 from server.exits import first_leaf
 from server.recorder import FinishedGame as ServerGame
@@ -505,44 +506,38 @@ async def run_league(
     recorded = 0
     async with open_table(config, mode=mode, log_dir=log_dir, records_dir=records_dir) as table:
 
-        async def worker(index: int) -> None:
+        async def take(index: int) -> Claim | None:
+            return await store.call(store.store.claim_next, worker_name(index))
+
+        async def play(admin: ClientSession, claim: Claim) -> None:
             nonlocal recorded
-            name = worker_name(index)
-            async with admin_session(table.server) as admin:
-                while True:
-                    claim = await store.call(store.store.claim_next, name)
-                    if claim is None:
-                        return
-                    key = (claim.match_id, claim.number)
-                    try:
-                        report = await play_and_record(table, admin, store, claim)
-                    except (MatchError, StaleAttemptError) as error:
-                        await store.call(store.store.abandon, claim)
-                        failures.setdefault(key, []).append(str(error))
-                        if len(failures[key]) >= MAX_FAILURES:
-                            raise LeagueRunError(
-                                f"match {key[0]} game {key[1]} failed {MAX_FAILURES} times; "
-                                f"last: {error}"
-                            ) from None
-                        if admin.closed:
-                            raise
-                        continue
-                    except BaseException:
-                        # Cancelled (Ctrl+C, SIGTERM, another worker's failure): the bots are
-                        # stopped by play_game; the game goes back for the next run.
-                        await store.call(store.store.abandon, claim)
-                        raise
-                    if report.status is RecordStatus.RECORDED:
-                        recorded += 1
-                    if on_game is not None:
-                        maybe = on_game(report)
-                        if maybe is not None:
-                            await maybe
+            key = (claim.match_id, claim.number)
+            try:
+                report = await play_and_record(table, admin, store, claim)
+            except (MatchError, StaleAttemptError) as error:
+                await store.call(store.store.abandon, claim)
+                failures.setdefault(key, []).append(str(error))
+                if len(failures[key]) >= MAX_FAILURES:
+                    raise LeagueRunError(
+                        f"match {key[0]} game {key[1]} failed {MAX_FAILURES} times; last: {error}"
+                    ) from None
+                if admin.closed:
+                    raise
+                return
+            except BaseException:
+                # Cancelled (Ctrl+C, SIGTERM, another worker's failure): the bots are
+                # stopped by play_game; the game goes back for the next run.
+                await store.call(store.store.abandon, claim)
+                raise
+            if report.status is RecordStatus.RECORDED:
+                recorded += 1
+            if on_game is not None:
+                maybe = on_game(report)
+                if maybe is not None:
+                    await maybe
 
         try:
-            async with trio.open_nursery() as nursery:
-                for index in range(max(1, concurrency)):
-                    nursery.start_soon(worker, index)
+            await worker_pool(table.server, max(1, concurrency), take, play)
         except BaseExceptionGroup as group:
             first = first_leaf(group)
             if isinstance(first, LeagueRunError | MatchError):
