@@ -34,7 +34,7 @@ from league.run import (
 )
 from league.schedule import Match, build_schedule
 from league.standings import Standings, compute_standings
-from league.store import FinishedGame, LeagueStore, StoreError
+from league.store import LeagueStore, StoredGame, StoreError
 from runner.display import display_for
 
 __all__ = ["main"]
@@ -80,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _finished_games(config: LeagueConfig, matches: tuple[Match, ...]) -> list[FinishedGame]:
+def _finished_games(config: LeagueConfig, matches: tuple[Match, ...]) -> list[StoredGame]:
     # A read-only command never creates a database: no file means no game was recorded yet.
     if not config.database.exists():
         return []

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Backend",
     "Claim",
-    "FinishedGame",
     "GameOutcome",
     "LeagueStore",
     "Progress",
@@ -53,6 +52,7 @@ __all__ = [
     "ScheduleMismatchError",
     "StaleAttemptError",
     "StoreError",
+    "StoredGame",
     "Transaction",
     "abandon_attempt",
     "start_attempt",
@@ -245,7 +245,7 @@ class RecordStatus(enum.Enum):
 
 
 @dataclass(frozen=True)
-class FinishedGame:
+class StoredGame:
     """A recorded game."""
 
     game: ScheduledGame
@@ -551,7 +551,7 @@ class LeagueStore:
 
     # -- reading --
 
-    def finished_games(self) -> list[FinishedGame]:
+    def finished_games(self) -> list[StoredGame]:
         """Every recorded game, in schedule order."""
         with self.backend.transaction() as tx:
             rows = tx.query(
@@ -563,7 +563,7 @@ class LeagueStore:
                 "ORDER BY g.match_id, g.game_number"
             )
         return [
-            FinishedGame(
+            StoredGame(
                 _game(row),
                 int(row[5]),
                 GameOutcome(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from launching import PlayerLauncher
 from league.config import BotKind, LeagueConfig, TeamSpec
-from runner.players import ProcessLauncher
+from runner.processes import ProcessLauncher
 from runner.reaper import BotReaper, ReapedLauncher
 
 __all__ = [

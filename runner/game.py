@@ -1,7 +1,7 @@
 """The match core: one game between two launched players on a prepared room, watched by an
 admin session (which prepares the room, observes it and cancels it if the game goes wrong).
 
-Reusable by a league: players come from launchers (runner.players), not from subprocess code
+Reusable by a league: players come from launchers (runner.processes), not from subprocess code
 here, and the caller decides what to do with the observed game (count, save, report).
 """
 

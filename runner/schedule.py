@@ -28,7 +28,7 @@ from runner.game import (
 from runner.launchers import launcher_for
 from runner.options import Options
 from runner.reaper import BotReaper, reaped
-from runner.scores import Match, first_player
+from runner.scores import Scoreboard, first_player
 from runner.stats import SprtStatus
 from server.exits import first_leaf
 
@@ -77,13 +77,13 @@ class Schedule:
     def __init__(
         self,
         options: Options,
-        match: Match,
+        match: Scoreboard,
         server: ServerAddress,
         record: Callable[[Observation], Awaitable[None]],
         launchers: tuple[PlayerLauncher, PlayerLauncher] | None = None,
         *,
         done: frozenset[int] = frozenset(),
-        counted: Callable[[Match], None] | None = None,
+        counted: Callable[[Scoreboard], None] | None = None,
         watch: Watcher | None = None,
         reaper: BotReaper | None = None,
     ) -> None:

@@ -23,7 +23,7 @@ from league.config import LeagueConfig, LeagueFileError, load_league
 from league.records import GameRecord, RecordError, read_record, to_replay, verify
 from league.schedule import Match, build_schedule
 from league.standings import Standings, compute_standings
-from league.store import FinishedGame, LeagueStore, SQLiteBackend
+from league.store import LeagueStore, SQLiteBackend, StoredGame
 
 log = structlog.get_logger("web.league")
 
@@ -46,7 +46,7 @@ class LeagueSnapshot:
 
     config: LeagueConfig
     matches: tuple[Match, ...]
-    finished: dict[tuple[int, int], FinishedGame]  # (match id, game number) -> game
+    finished: dict[tuple[int, int], StoredGame]  # (match id, game number) -> game
     standings: Standings
     read_at: float  # wall clock
 
@@ -128,7 +128,7 @@ def _read(league_file: Path, database: Path | None) -> LeagueSnapshot:
         ) from error
     matches = build_schedule(config)
     path = database if database is not None else config.database
-    finished: list[FinishedGame] = []
+    finished: list[StoredGame] = []
     if path.exists():  # no store yet: no game recorded yet
         store = LeagueStore(SQLiteBackend(path, busy_timeout=10.0, read_only=True))
         try:

@@ -19,7 +19,7 @@ from league.config import load_league, parse_league
 from league.records import read_record, verify
 from league.run import AsyncStore, container_label, default_mode, run_league
 from league.schedule import build_schedule
-from league.store import FinishedGame, LeagueStore
+from league.store import LeagueStore, StoredGame
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_BOT = ROOT / "tests" / "bots" / "fast_bot.py"
@@ -82,7 +82,7 @@ def _league_text(database: Path) -> str:
     )
 
 
-def _without_date(game: FinishedGame) -> tuple[object, ...]:
+def _without_date(game: StoredGame) -> tuple[object, ...]:
     assert game.outcome.record is not None
     record = read_record(game.outcome.record.encode())
     # Dates and the bots' move times differ between two runs; everything else must not.
