@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from launching import PlayerLauncher
-from league.config import BotKind, LeagueConfig, TeamSpec
+from league.config import BotKind, LeagueConfig, TeamSpec, check_command
 from runner.processes import ProcessLauncher
 from runner.reaper import BotReaper, ReapedLauncher
 
@@ -80,7 +80,7 @@ def check_mode(config: LeagueConfig, mode: str) -> None:
         raise LeagueRunError("docker mode needs the sandbox package")
     for team in config.teams:
         if mode == "process" or team.bot.kind is BotKind.COMMAND:
-            bot_command(team)
+            check_command(config, team, bot_command(team))
 
 
 def container_label(config: LeagueConfig) -> str:

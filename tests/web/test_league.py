@@ -19,8 +19,8 @@ from server.config import Settings, parse_settings
 from web.board import state_json
 
 from .conftest import Running
+from .httpclient import Browser
 from .leagues import TEAMS, League, make_league
-from .test_web import Browser
 
 
 @pytest.fixture
