@@ -36,7 +36,7 @@ from typing import Any, TextIO
 from engine import GameResult, PlayerEntry, Team
 from launching import MatchError
 from runner.options import Options
-from runner.scores import GameSummary, Match, player_at
+from runner.scores import GameSummary, Scoreboard, player_at
 
 
 class EventLog:
@@ -127,12 +127,12 @@ class EventLog:
             notes=summary.notes,
         )
 
-    def stats(self, match: Match) -> None:
+    def stats(self, match: Scoreboard) -> None:
         """The tally so far, from player1's side."""
         self.write("stats", **stats_fields(match))
 
     def run_end(
-        self, status: str, played: int, error: str | None = None, match: Match | None = None
+        self, status: str, played: int, error: str | None = None, match: Scoreboard | None = None
     ) -> None:
         """The end of the run (also after Ctrl+C or an error), with the final figures and
         the move times when there is a match."""
@@ -149,7 +149,7 @@ def finite(value: float) -> float | None:
     return round(value, 4) if math.isfinite(value) else None
 
 
-def stats_fields(match: Match) -> dict[str, Any]:
+def stats_fields(match: Scoreboard) -> dict[str, Any]:
     """Player1's tally and figures: W/D/L, Siegpunkte, Elo ± 95 % CI, nElo, LOS, draw
     ratio, the pentanomial with paired boards, the SPRT's LLR and state with --sprt."""
     losses, draws, wins = match.trinomial()

@@ -10,7 +10,7 @@ from pathlib import Path
 import trio
 
 from launching.botlog import LOG_HEAD_BYTES, LOG_TAIL_BYTES, BoundedLog
-from runner.players import start_process
+from runner.processes import start_process
 
 # Numbered lines, so what is kept can be checked exactly.
 WRITER = "import sys\nfor i in range({n}):\n    sys.stdout.write(f'line {{i:07d}}\\n')\n"
