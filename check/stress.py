@@ -393,14 +393,14 @@ class Game:
         if first is None:
             raise Fault("silent", f"connected but sent nothing within {STARTUP_TIMEOUT:g} s")
         if isinstance(first, Garbage):
-            raise Fault("garbage", f"its first bytes are no SC protocol: {first.message}")
+            raise Fault("garbage", f"sent first bytes that are no SC protocol: {first.message}")
         if isinstance(first, Closed):
             raise Fault("crash", "connected and closed again without joining")
         packet = first.packet
         self.outcome.startup = first.at - launched_at
         if case.join:
             if not isinstance(packet, Join):
-                raise Fault("join", f'expected <join gameType="{GAME_TYPE}"/>, got {packet}')
+                raise Fault("join", f'sent {packet} instead of <join gameType="{GAME_TYPE}"/>')
         elif isinstance(packet, Join):
             raise Fault(
                 "reservation",
@@ -408,7 +408,7 @@ class Game:
                 "the reservation code did not reach it",
             )
         elif not isinstance(packet, JoinPrepared):
-            raise Fault("join", f"its first packet is {packet}, not <joinPrepared/>")
+            raise Fault("join", f"sent {packet} first, not <joinPrepared/>")
         elif packet.reservation_code != self.reservation:
             raise Fault(
                 "reservation",
@@ -468,7 +468,8 @@ class Game:
             if incoming is None:
                 raise Fault(
                     "hang",
-                    f"no move within {HARD_TIMEOUT:g} s of the moveRequest (turn {state.turn})",
+                    f"sent no move within {HARD_TIMEOUT:g} s of the moveRequest "
+                    f"(turn {state.turn})",
                 )
             if isinstance(incoming, Arrived) and isinstance(incoming.packet, MovePacket):
                 break
@@ -482,7 +483,7 @@ class Game:
         if mistake is not None:
             raise Fault(
                 "illegal",
-                f"an illegal move at turn {state.turn}: {packet.move} ({mistake.message})",
+                f"made an illegal move at turn {state.turn}: {packet.move} ({mistake.message})",
             )
         if took > SOFT_TIMEOUT:
             raise Fault(

@@ -125,7 +125,7 @@ def main() -> int:
                 if fault == "hang":
                     continue
                 if fault == "garbage":
-                    sock.sendall(b"MOVE 3 4 UP\n")
+                    sock.sendall(b"<move x=3 y=4 direction=UP/>")
                     continue
                 answer = move_xml(room, state, rng)
                 sock.sendall(answer + answer if fault == "twice" else answer)
