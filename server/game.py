@@ -21,6 +21,8 @@ move it, each on one event, and nothing else writes its status, pause flag or pe
     AWAITING_MOVE   an illegal move                        OVER (RULE_VIOLATION, error to the
                                                            mover and observers)
     AWAITING_MOVE   <pause true>                           AWAITING_MOVE; PAUSED after the move
+    AWAITING_MOVE   <step> (paused)                        ignored: no second request (not
+                                                           official, docs/protocol.md §5.4)
     PAUSED          <step>                                 AWAITING_MOVE: memento to everyone,
                                                            moveRequest
     PAUSED          <pause false>                          as <step>, then not paused
@@ -304,7 +306,7 @@ class Room:
 
     def step(self, forced: bool) -> None:
         """<step>: start (forced, both slots filled) or cancel (forced, a slot empty) a
-        waiting room; one move of a paused game (§5.4)."""
+        waiting room; one move of a paused game, unless a move is awaited already (§5.4)."""
         if self.status is RoomStatus.CREATED:
             if not forced:
                 log.info("step ignored: game not started and step not forced", room=self.id)
@@ -313,10 +315,14 @@ class Room:
             else:
                 self.cancel()
         elif self.status is RoomStatus.ACTIVE:
-            if self.paused:
-                self._step()
-            else:
+            if not self.paused:
                 log.info("step ignored: game not paused", room=self.id)
+            elif self.pending is not None:
+                # Not official: 26.1.0 sends another moveRequest and then charges the bot a
+                # PROCESS_VIOLATION for answering it (§5.4). A bot never pays for the server.
+                log.info("step ignored: a move is awaited", room=self.id)
+            else:
+                self._step()
 
     # ------------------------------------------------------------------ the game
 
