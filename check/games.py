@@ -7,21 +7,18 @@ lobby's measurement of each move, from the request leaving to the move arriving)
 from __future__ import annotations
 
 import contextlib
-import secrets
 import statistics
 import sys
-import tempfile
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 
-import trio
-
 from engine import Team
-from runner.game import GameSpec, Observation, Server, admin_session, play_game
-from runner.options import MatchError
-from runner.players import PlayerLauncher, ProcessLauncher
+from launching import MatchError, PlayerLauncher
+from runner.game import GameSpec, Observation, ServerAddress, admin_session, play_game
+from runner.inprocess import in_process_server
+from runner.players import ProcessLauncher
+from runner.reaper import BotReaper, reaped
 from runner.timing import ServerGames, irregular_loss
 from server.config import load_settings
 
@@ -29,52 +26,18 @@ GAME_LIMIT = 600.0  # a whole game at 2 s a move is 120 s; a hang ends long befo
 
 
 @contextlib.asynccontextmanager
-async def game_server(log_path: Path) -> AsyncIterator[Server]:
-    """The game server in this process on a free loopback port and a private Unix socket
-    (bots behind a relay reach it there), with the official timeouts."""
-    from server.app import serve
-    from server.logs import configure_logging
-
-    settings = load_settings([], Path.cwd())
-    with tempfile.TemporaryDirectory(prefix="piranhas-check-server-") as socket_dir:
-        settings = replace(
-            settings,
-            host="127.0.0.1",
-            port=0,
-            password=secrets.token_urlsafe(18),
-            results_file=None,
-            save_replay=False,
-            unix_socket=Path(socket_dir) / "server.sock",
-        )
-        games = ServerGames()
-        stop = trio.Event()
-        with log_path.open("a", encoding="utf-8") as log_file:
-            configure_logging("console", "info", stream=log_file, cache=False)
-            try:
-                async with trio.open_nursery() as nursery:
-                    port: int = await nursery.start(
-                        partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
-                    )
-                    try:
-                        yield Server(
-                            "127.0.0.1",
-                            port,
-                            settings.password,
-                            "random",
-                            settings.hard_timeout,
-                            settings.soft_timeout,
-                            games,
-                            settings.unix_socket,
-                        )
-                    finally:
-                        stop.set()
-            finally:
-                configure_logging("console", "warning", cache=False)
+async def game_server(log_path: Path) -> AsyncIterator[ServerAddress]:
+    """The game server in this process (runner.inprocess, as piranhas-match starts it) with
+    the official timeouts, also on a private Unix socket (bots behind a relay reach it
+    there), its results and replays not written."""
+    settings = replace(load_settings([], Path.cwd()), results_file=None, save_replay=False)
+    async with in_process_server(settings, log_path, unix_socket=True) as server:
+        yield server
 
 
-def builtin(name: str) -> ProcessLauncher:
+def builtin(name: str, reaper: BotReaper | None) -> PlayerLauncher:
     """A built-in bot as the opponent (piranhas-bot, with this interpreter)."""
-    return ProcessLauncher([sys.executable, "-m", "bots.cli", "--bot", name])
+    return reaped(ProcessLauncher([sys.executable, "-m", "cli.bot", "--bot", name]), reaper)
 
 
 @dataclass
@@ -94,7 +57,7 @@ class GameRecord:
 
 
 async def play_games(
-    server: Server,
+    server: ServerAddress,
     bot: PlayerLauncher,
     opponent: str,
     games: int,
@@ -102,6 +65,7 @@ async def play_games(
     *,
     first_number: int = 1,
     label: str = "",
+    reaper: BotReaper | None = None,
 ) -> list[GameRecord]:
     """`games` games of the bot against built-in `opponent`, the first move alternating
     (the bot first in odd games), one after the other."""
@@ -112,7 +76,7 @@ async def play_games(
             number = first_number + index
             one = index % 2  # 0: the bot holds slot 0 (team ONE, moves first)
             spec = GameSpec(number, one, names, (True, True), seed=None)
-            launchers: tuple[PlayerLauncher, PlayerLauncher] = (bot, builtin(opponent))
+            launchers: tuple[PlayerLauncher, PlayerLauncher] = (bot, builtin(opponent, reaper))
             game_dir = log_dir / f"{label or 'game'}{number}"
             game_dir.mkdir(parents=True, exist_ok=True)
             record = GameRecord(

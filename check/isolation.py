@@ -33,7 +33,8 @@ import trio
 
 from check.contest import CONTEST_HOST, CONTEST_PORT, MEMORY_MIB, contest_arguments
 from check.upload import BotSource
-from runner.players import ProcessPlayer, start_process
+from runner.players import TOKEN_VARIABLE, ProcessPlayer, start_process
+from runner.reaper import BotReaper
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 PIDS_LIMIT = 256
@@ -221,15 +222,22 @@ class RunRecord:
     bytes_written: int = 0
     exit_status: int | None = None
     log_path: Path | None = None
+    cleaned: bool = False  # its processes, cgroup (or container) and directory are gone
 
 
 class JailPlayer:
     """One bot run in process mode (a runner.players.RunningPlayer)."""
 
     def __init__(
-        self, process: ProcessPlayer, cgroup: Cgroup | None, workdir: Path, record: RunRecord
+        self,
+        process: ProcessPlayer,
+        cgroup: Cgroup | None,
+        workdir: Path,
+        record: RunRecord,
+        reaper: BotReaper | None = None,
     ) -> None:
         self.process = process
+        self.reaper = reaper
         self.cgroup = cgroup
         self.workdir = workdir
         self.record = record
@@ -288,6 +296,10 @@ class JailPlayer:
             if not running:
                 self._note_leftovers()
             stopped = await self.process.stop()
+            if self.reaper is not None:
+                # Children that left the bot's process group (runner.reaper).
+                await self.reaper.sweep(self.process)
+                self.reaper.forget(self.process)
             self.finish()
         return stopped
 
@@ -306,6 +318,9 @@ class JailPlayer:
         record.files_written = len(changed)
         record.bytes_written = sum(size for size, _ in changed.values())
         shutil.rmtree(self.workdir, ignore_errors=True)
+        cgroup_gone = self.cgroup is None or not any(p.exists() for p in self.cgroup.dirs.values())
+        alive = group_pids(self.process.pid) if self.cgroup is None else []
+        record.cleaned = cgroup_gone and not alive and not self.workdir.exists()
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -336,7 +351,9 @@ class JailLauncher:
         cpu_quota: float | None = 1.0,
         records: list[RunRecord] | None = None,
         label: str = "",
+        reaper: BotReaper | None = None,
     ) -> None:
+        self.reaper = reaper
         self.source = source
         self.isolation = isolation
         self.socket = socket
@@ -374,6 +391,7 @@ class JailLauncher:
             "LANG": "C.UTF-8",
             "PYTHONUNBUFFERED": "1",
         }
+        token_variable = TOKEN_VARIABLE  # the jail passes start_process's token on
         config = {
             "netns": netns,
             "hosts": str(_etc_file("hosts", f"127.0.0.1 localhost {CONTEST_HOST}\n")),
@@ -386,6 +404,7 @@ class JailLauncher:
             "cgroups": cgroup.procs_files() if cgroup else [],
             "rlimits": rlimits,
             "cpu": _one_cpu(),
+            "token_variable": token_variable,
         }
         argv = [sys.executable, "-m", "check.jail", json.dumps(config)]
         if netns:
@@ -398,7 +417,9 @@ class JailLauncher:
                 cgroup.remove()
             shutil.rmtree(workdir, ignore_errors=True)
             raise
-        player = JailPlayer(process, cgroup, workdir, record)
+        if self.reaper is not None:
+            self.reaper.register(process)
+        player = JailPlayer(process, cgroup, workdir, record, self.reaper)
         self.records.append(record)
         self.running.append(player)
         if self.on_start is not None:

@@ -45,6 +45,7 @@ def main(config: dict[str, Any]) -> int:
             return 125
 
     def prepare() -> None:  # in the bot's process, before exec
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # an ignored signal survives exec
         for procs in config.get("cgroups", []):
             with open(procs, "w") as handle:
                 handle.write(str(os.getpid()))
@@ -61,11 +62,16 @@ def main(config: dict[str, Any]) -> int:
     # The match core's SIGTERM reaches the whole process group, the bot included: this
     # process only waits for the bot to end.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    env = dict(config["env"])
+    # The reaper finds the bot's descendants by the token start_process gave this process.
+    token = config.get("token_variable")
+    if token and token in os.environ:
+        env[token] = os.environ[token]
     try:
         bot = subprocess.Popen(
             config["command"],
             cwd=config["cwd"],
-            env=config["env"],
+            env=env,
             preexec_fn=prepare,
             stdin=subprocess.DEVNULL,
         )

@@ -21,11 +21,22 @@ import trio
 
 from check import calibrate
 from check.card import Card, Item, Status
+from check.containers import (
+    DESCRIPTION,
+    DockerLauncher,
+    DockerPlayer,
+    bot_image,
+    docker_mode_possible,
+    leftover_containers,
+    reaper_containers,
+)
 from check.contest import ARGUMENT_STYLES, MEMORY_MIB, MOVE_SECONDS, contest_arguments
 from check.games import GameRecord, game_server, percentiles, play_games
 from check.isolation import Isolation, JailLauncher, JailPlayer, RunRecord, detect
 from check.stress import CASE_KEYS, CASES, EXIT_WAIT, Case, Outcome, ScriptedServer, run_case
-from check.upload import BotSource, Unrunnable, resolve
+from check.upload import BadInput, BotSource, Unrunnable, resolve
+from runner.game import ServerAddress
+from runner.reaper import BotReaper
 from runner.timing import NEAR_MISS
 
 SAFETY_MS = NEAR_MISS * MOVE_SECONDS * 1000  # p99 at the contest's speed must stay below
@@ -72,7 +83,21 @@ class Context:
         default_factory=list
     )  # (item key, verdict, detail)
     started: bool = True  # whether any run got the bot to join
-    running: list[JailPlayer] = field(default_factory=list)
+    running: list[JailPlayer | DockerPlayer] = field(default_factory=list)
+    reaper: BotReaper | None = None
+    image: str | None = None  # Docker mode: the bot's image
+
+    @property
+    def isolated_network(self) -> bool:
+        return self.image is not None or self.isolation.netns
+
+    @property
+    def can_throttle(self) -> bool:
+        return self.image is not None or self.isolation.cgroup is not None
+
+    @property
+    def description(self) -> str:
+        return DESCRIPTION if self.image is not None else self.isolation.describe()
 
     def add(
         self, key: str, title: str, status: Status, detail: str = "", fix: str = "", **extra: object
@@ -86,7 +111,19 @@ class Context:
         cpu_quota: float | None = 1.0,
         socket: Path | None = None,
         label: str = "",
-    ) -> JailLauncher:
+    ) -> JailLauncher | DockerLauncher:
+        if self.image is not None:
+            assert socket is not None  # containers reach the servers through their sockets
+            docker = DockerLauncher(
+                self.image,
+                socket,
+                style=style,
+                cpu_quota=cpu_quota,
+                records=self.records,
+                label=label,
+            )
+            docker.on_start = self.running.append
+            return docker
         launcher = JailLauncher(
             self.source,
             self.isolation,
@@ -95,6 +132,7 @@ class Context:
             cpu_quota=cpu_quota,
             records=self.records,
             label=label,
+            reaper=self.reaper,
         )
         launcher.on_start = self.running.append
         return launcher
@@ -134,7 +172,17 @@ async def check(options: Options) -> Card:
     if 1 in options.sections:
         card.items += items
     isolation = detect()
-    card.isolation = isolation.describe()
+    image = None
+    if options.mode != "process":
+        why_not = await docker_mode_possible(source)
+        if why_not is None:
+            image = await bot_image(source)
+        elif options.mode == "docker":
+            source.cleanup()
+            raise BadInput(f"--mode docker: {why_not}")
+        else:
+            card.notes.append(f"not in a container: {why_not}")
+    card.isolation = DESCRIPTION if image is not None else isolation.describe()
     with contextlib.ExitStack() as stack:
         if options.log_dir is None:
             log_dir = Path(
@@ -144,7 +192,9 @@ async def check(options: Options) -> Card:
             log_dir = options.log_dir
             log_dir.mkdir(parents=True, exist_ok=True)
             card.notes.append(f"logs in {log_dir}")
-        context = Context(options, source, isolation, log_dir, card)
+        # No bot outlives the check, however it ends (runner.reaper, as piranhas-match).
+        reaper = stack.enter_context(BotReaper(reaper_containers() if image else None))
+        context = Context(options, source, isolation, log_dir, card, reaper=reaper, image=image)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(monitor, context)
@@ -152,7 +202,7 @@ async def check(options: Options) -> Card:
                 nursery.cancel_scope.cancel()
         finally:
             source.cleanup()
-        summarise(context)
+        await summarise(context)
     return card
 
 
@@ -169,8 +219,8 @@ async def monitor(context: Context) -> None:
 
 async def run_items(context: Context) -> None:
     sections = context.options.sections
-    context.add("run.isolation", "Isolation", Status.INFO, context.isolation.describe())
-    if not context.isolation.netns:
+    context.add("run.isolation", "Isolation", Status.INFO, context.description)
+    if not context.isolated_network:
         context.card.notes.append(
             "no network namespace: the bot is given -h 127.0.0.1 and a free "
             "port instead of gameserver:13050 (run as root for the contest's)"
@@ -183,12 +233,12 @@ async def run_items(context: Context) -> None:
                 await nursery.start(server.serve)
                 if sections & {2, 5, 6, 7}:
                     await argument_items(context, server)
-                if context.started and sections & {5, 7}:
+                if context.started and 5 in sections:
                     await stress_items(context, server)
-                if context.started and sections & {6, 7}:
+                if context.started and 6 in sections:
                     await idle_item(context, server)
                 nursery.cancel_scope.cancel()
-    if context.started and sections & {3, 4, 6, 7}:
+    if context.started and sections & {3, 4}:
         await game_items(context)
 
 
@@ -307,7 +357,7 @@ async def argument_items(context: Context, server: ScriptedServer) -> None:
             "harmless if it gives up at once; in the contest the attempt costs start-up "
             "time (the socha starter's version check is one)",
         )
-    elif context.isolation.netns:
+    elif context.isolated_network:
         context.add(
             "run.network",
             "No network but the game server",
@@ -405,7 +455,13 @@ async def game_items(context: Context) -> None:
         tested: list[GameRecord] = []
         if 4 in options.sections or 3 in options.sections:
             tested += await play_games(
-                server, bot, "random", options.random_games, log_dir, label="test-random"
+                server,
+                bot,
+                "random",
+                options.random_games,
+                log_dir,
+                label="test-random",
+                reaper=context.reaper,
             )
             test_item(
                 context,
@@ -421,6 +477,7 @@ async def game_items(context: Context) -> None:
                 log_dir,
                 first_number=options.random_games + 1,
                 label="test-match",
+                reaper=context.reaper,
             )
             test_item(
                 context,
@@ -466,10 +523,7 @@ def test_item(context: Context, key: str, title: str, games: list[GameRecord]) -
         )
 
 
-async def clock_items(context: Context, server: object, tested: list[GameRecord]) -> None:
-    from runner.game import Server
-
-    assert isinstance(server, Server)
+async def clock_items(context: Context, server: ServerAddress, tested: list[GameRecord]) -> None:
     options = context.options
     normal = [ms for game in tested for ms in game.move_ms]
     figures = percentiles(normal)
@@ -498,7 +552,7 @@ async def clock_items(context: Context, server: object, tested: list[GameRecord]
         )
     quota = 1.0 / factor
     throttled: list[float] = []
-    if context.isolation.cgroup and factor > 1.0:
+    if context.can_throttle and factor > 1.0:
         bot = context.launcher(cpu_quota=quota, socket=server.unix_socket, label="clock")
         games = await play_games(
             server,
@@ -508,6 +562,7 @@ async def clock_items(context: Context, server: object, tested: list[GameRecord]
             context.log_dir,
             first_number=100,
             label="clock",
+            reaper=context.reaper,
         )
         throttled = [ms for game in games for ms in game.move_ms]
         for game in games:
@@ -568,7 +623,7 @@ def rounded(figures: dict[str, float]) -> dict[str, float]:
     return {name: round(value, 1) for name, value in figures.items()}
 
 
-def summarise(context: Context) -> None:
+async def summarise(context: Context) -> None:
     """Items 6 and 7 from every run's record."""
     records = context.records
     sections = context.options.sections
@@ -646,7 +701,7 @@ def summarise(context: Context) -> None:
             figures={"files": files, "bytes": size},
         )
     if 7 in sections:
-        robustness(context)
+        await robustness(context)
 
 
 VERDICTS = {
@@ -668,7 +723,7 @@ VERDICTS = {
 }
 
 
-def robustness(context: Context) -> None:
+async def robustness(context: Context) -> None:
     seen: dict[str, list[str]] = {}
     for key, verdict, _detail in context.verdicts:
         seen.setdefault(verdict, []).append(key)
@@ -688,18 +743,15 @@ def robustness(context: Context) -> None:
             Status.PASS,
             f"no crash, hang, double answer or garbage in {len(context.records)} runs",
         )
-    leftovers = (
-        [p for p in Path("/sys/fs/cgroup/pids").glob("piranhas-check-*")]
-        if context.isolation.cgroup == "v1"
-        else []
-    )
+    leftovers = [r.label for r in context.records if not r.cleaned]
+    leftovers += [f"container {c[:12]}" for c in await leftover_containers()]
     stopped = sum(r.exit_status is None or r.exit_status < 0 for r in context.records)
     if leftovers:
         context.add(
             "robust.cleanup",
             "Nothing of the bot survives the check",
             Status.FAIL,
-            f"cgroups left: {', '.join(p.name for p in leftovers)}",
+            f"left behind by: {', '.join(leftovers[:6])}",
         )
     else:
         context.add(

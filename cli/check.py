@@ -44,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--python", default="python3", help="interpreter for a Python main file (default python3)"
     )
     parser.add_argument(
+        "--mode",
+        choices=("auto", "process", "docker"),
+        default="auto",
+        help="docker: the bot in a container as the contest runs it; process: a process "
+        "with cgroup, namespace and rlimit limits; auto (default): docker when a daemon and "
+        "the bot base image are there and the upload has a start.sh",
+    )
+    parser.add_argument(
         "--only",
         default=None,
         help="comma-separated items to run: 1-7 or upload, run, clock, test, "
@@ -112,6 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = Options(
             bot=arguments.bot,
             main=arguments.main,
+            mode=arguments.mode,
             python=arguments.python,
             sections=parse_items(arguments.only),
             cases=cases,
