@@ -44,6 +44,7 @@ STARTUP_TIMEOUT = 30.0  # launch to <joinPrepared>
 EXIT_WAIT = 5.0  # after <left>, as the official client
 PIECE_PAUSE = 0.03  # between the pieces of a cut message: separate TCP segments
 BYTE_PAUSE = 0.0005
+DUPLICATE_WAIT = 0.05  # after each answer, for a second one
 STRETCH_MOVES = 4  # bot moves before a stretch ends with an aborted result
 ABORTED = "Das Spiel wurde von piranhas-check beendet"  # a stretch's end, not a real result
 TAIL_BYTES = 300
@@ -491,6 +492,9 @@ class Game:
                 f"answered after {took:.2f} s (the contest allows "
                 f"{SOFT_TIMEOUT:g} s): the game would be lost",
             )
+        # A second answer comes right behind the first: give it the time to arrive, or it
+        # would be taken for the answer to the next request.
+        await self.quiet(DUPLICATE_WAIT, "without a request (a second answer?)")
         return state.apply(packet.move)
 
     async def measured_wait(self, seconds: float) -> None:
