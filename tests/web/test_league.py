@@ -20,8 +20,8 @@ from web.board import state_json
 from web.league import ReadOnlySQLite
 
 from .conftest import Running
+from .httpclient import Browser
 from .leagues import TEAMS, League, make_league
-from .test_web import Browser
 
 
 @pytest.fixture
