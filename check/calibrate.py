@@ -20,10 +20,10 @@ import time
 
 from engine import GameState
 
-# Measured on this project's machine kind, idle (bench/check_calibration.py, median of 9
-# runs): IDLE_SECONDS; times the estimated single-thread speed ratio of this machine's
-# AMD EPYC (Zen 5, 2.6 GHz+) over the contest's E5-2620 v4 thread: SPEED_RATIO.
-IDLE_SECONDS = 0.30
+# This machine kind, the least disturbed of 9 best-of-3 runs (bench/check_calibration.py:
+# 0.218 s at load 9.5); times the estimated single-thread speed ratio of its AMD EPYC (Zen 5,
+# 2.6 GHz and more) over one thread of the contest's E5-2620 v4.
+IDLE_SECONDS = 0.22
 SPEED_RATIO = 2.0  # estimate, 1.5 to 2.7 (docs/check.md)
 REFERENCE_SECONDS = IDLE_SECONDS * SPEED_RATIO
 GAMES = 240
