@@ -17,7 +17,7 @@ from engine import Team
 from launching import MatchError, PlayerLauncher
 from runner.game import GameSpec, Observation, ServerAddress, admin_session, play_game
 from runner.inprocess import in_process_server
-from runner.players import ProcessLauncher
+from runner.processes import ProcessLauncher
 from runner.reaper import BotReaper, reaped
 from runner.timing import ServerGames, irregular_loss
 from server.config import load_settings

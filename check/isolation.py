@@ -33,7 +33,7 @@ import trio
 
 from check.contest import CONTEST_HOST, CONTEST_PORT, MEMORY_MIB, contest_arguments
 from check.upload import BotSource
-from runner.players import TOKEN_VARIABLE, ProcessPlayer, start_process
+from runner.processes import TOKEN_VARIABLE, ProcessPlayer, start_process
 from runner.reaper import BotReaper
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
