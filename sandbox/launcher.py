@@ -23,7 +23,7 @@ import re
 import secrets
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,11 +56,16 @@ class Limits:
     memory_mib: int = 1536  # also the memory+swap limit: no swap
     pids: int = 256
     tmpfs_mib: int = 256  # /tmp, the only writable place (counts against the memory)
+    # A fraction of one CPU (`--cpus`, a CFS quota) on top of the pinning: piranhas-check
+    # throttles a bot to the contest machine's speed with it (docs/check.md). None: no quota.
+    cpu_quota: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("cpus", "memory_mib", "pids", "tmpfs_mib"):
             if getattr(self, name) < 1:
                 raise ValueError(f"limit {name} must be at least 1, got {getattr(self, name)}")
+        if self.cpu_quota is not None and not 0.01 <= self.cpu_quota <= self.cpus:
+            raise ValueError(f"cpu_quota must be in [0.01, {self.cpus}], got {self.cpu_quota}")
 
 
 class CpuRotation:
@@ -215,6 +220,11 @@ class ContainerPlayer:
         return running
 
 
+def contest_short_form(reservation: str) -> list[str]:
+    """`-h gameserver -p 13050 -r CODE`, as the contest starts a bot."""
+    return ["-h", CONTEST_HOST, "-p", str(CONTEST_PORT), "-r", reservation]
+
+
 class ContainerLauncher:
     """Starts a bot image in a container per game (runner's PlayerLauncher).
 
@@ -235,8 +245,12 @@ class ContainerLauncher:
         relay_image: str = BOT_BASE_IMAGE,
         cpus: CpuRotation | None = None,
         cli: str | None = None,
+        arguments: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.image = image
+        # The bot's arguments for a reservation; the contest's short form unless given
+        # (piranhas-check tries the long forms and other orders too).
+        self.arguments = arguments or contest_short_form
         self.server_socket = server_socket.absolute()
         self.limits = limits or Limits()
         self.run_id = run_id or secrets.token_hex(4)
@@ -265,12 +279,7 @@ class ContainerLauncher:
                 f"{prefix}-bot",
                 *self.bot_flags(relay, game),
                 self.image,
-                "-h",
-                CONTEST_HOST,
-                "-p",
-                str(CONTEST_PORT),
-                "-r",
-                reservation,
+                *self.arguments(reservation),
                 cli=self.cli,
             )
             started.append(bot)
@@ -298,6 +307,8 @@ class ContainerLauncher:
         limits = self.limits
         cores = self.cpus.take(limits.cpus) if limits.pin_cpus else None
         cpu_flags = ["--cpuset-cpus", cores] if cores else ["--cpus", str(limits.cpus)]
+        if limits.cpu_quota is not None:
+            cpu_flags = [*(cpu_flags if cores else []), "--cpus", f"{limits.cpu_quota:.3f}"]
         return [
             *labels("bot", self.run_id, self.match_id, game),
             "--network",
