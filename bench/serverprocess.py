@@ -1,4 +1,4 @@
-"""The one way the benchmarks start `python -m server` in a process of its own: a free
+"""The one way the benchmarks start `python -m cli.server` in a process of its own: a free
 loopback port, the server listening on it, stopped gracefully at the end; plus what they all
 measure on it (its CPU time, percentiles of the figures).
 
@@ -27,7 +27,7 @@ STOP_SECONDS = 30  # a graceful stop (and cProfile writing its file) takes at mo
 
 @dataclass(frozen=True)
 class ServerProcess:
-    """A running `python -m server` and where it listens; as a context manager, stopped when
+    """A running `python -m cli.server` and where it listens; as a context manager, stopped when
     the block ends (also on an error)."""
 
     process: subprocess.Popen[bytes]
@@ -57,9 +57,9 @@ def start_server(
     cpu: int | None = None,
     descriptors: int | None = None,
     web: bool = False,
-    module: str = "server",
+    module: str = "cli.server",
 ) -> ServerProcess:
-    """`python -m server --port P --password bench OPTIONS` from the checkout `root`, started
+    """`python -m cli.server --port P --password bench OPTIONS` from the checkout `root`, started
     in `cwd` and listening when this returns (`module`: another server to start the same way,
     e.g. `bench.relay`).
 

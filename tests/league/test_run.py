@@ -1,6 +1,6 @@
 """`piranhas-league run`: a whole league played on the match runner's core, in process mode.
 
-The league is played through the real command (`league.cli.main`), then checked from the
+The league is played through the real command (`cli.league.main`), then checked from the
 outside: the standings against a computation of our own from the stored games, every stored
 record against the engine (`league.records.verify`), the server-measured move times in the
 records, and a tampered record through `piranhas-league verify`.
@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from league.cli import main
+from cli.league import main
+from engine import ViolationKind
 from league.config import load_league
 from league.records import read_record, verify
 from league.run import (
@@ -38,7 +39,7 @@ from tests.helpers.process import TEST_BOTS
 
 FAST_BOT = [sys.executable, str(TEST_BOTS / "fast_bot.py")]
 SOCHA_BOT = [sys.executable, str(TEST_BOTS / "random_bot.py")]
-HAS_BUILTIN_BOTS = importlib.util.find_spec("bots.cli") is not None
+HAS_BUILTIN_BOTS = importlib.util.find_spec("cli.bot") is not None
 
 
 def league_file(
@@ -279,3 +280,68 @@ def test_a_bot_that_crashes_loses_its_games_and_the_league_goes_on(
         (penalised,) = [player for player in record.players if player.penalty is not None]
         assert penalised.team_id == "crashy"
         assert penalised.penalty is not None and penalised.penalty.kind.value == "LEFT"
+
+
+@pytest.mark.parametrize("command", ["no-such-bot-program --fast", "./missing-bot.sh"])
+def test_a_bot_command_that_does_not_exist_is_a_league_file_error_and_nothing_is_written(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """Before: a Trio ExceptionGroup traceback, exit 1, league.sqlite and league.logs/ left
+    behind (issue 17 item 18). Now the league file's error form, exit 2, checked first."""
+    monkeypatch.chdir(tmp_path)
+    path = league_file(tmp_path, {"steady": FAST_BOT, "ghost": command})
+    before = sorted(tmp_path.iterdir())
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    line = path.read_text().splitlines().index(f"command = {json.dumps(command)}") + 1
+    program = command.split()[0]
+    assert f"{path}:{line}: teams[1].command: the program {program!r} not found" in err
+    assert "Traceback" not in err and "ExceptionGroup" not in err
+    assert sorted(tmp_path.iterdir()) == before  # no store, no logs, no records
+
+
+def test_a_device_as_the_store_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = league_file(tmp_path, {"a": FAST_BOT, "b": FAST_BOT})
+    assert main(["run", str(path), "--db", "/dev/null"]) == 2
+    err = capsys.readouterr().err
+    assert "/dev/null: the store must be a regular file" in err
+    assert "Traceback" not in err
+
+
+def test_records_of_games_lost_by_an_illegal_move_verify(tmp_path: Path) -> None:
+    """The refused move is the record's last <move> (docs/game-records.md) and verify checks
+    it is refused with the penalty's reason. Before: the recorder kept applied moves only,
+    and verify "corrected" the results of such games (issue 17 item 17)."""
+    path = league_file(
+        tmp_path,
+        {"steady": FAST_BOT, "sloppy": [*FAST_BOT, "--illegal-at-turn", "6", "--seed", "2"]},
+        games=4,
+    )
+    assert main(["run", str(path)]) == 0
+    config = load_league(path)
+    store = LeagueStore.sqlite(config.database)
+    try:
+        finished = store.finished_games()
+    finally:
+        store.close()
+    assert len(finished) == 4
+    for game in finished:
+        assert game.outcome.winner == "steady" and not game.outcome.regular
+        assert game.outcome.record is not None
+        record = read_record(game.outcome.record.encode())
+        assert verify(record) == [], game.game
+        (penalised,) = [player for player in record.players if player.penalty is not None]
+        assert penalised.team_id == "sloppy"
+        assert penalised.penalty is not None
+        assert penalised.penalty.kind is ViolationKind.RULE_VIOLATION
+        last = record.moves[-1].move
+        assert f"bei '{last}'" in penalised.penalty.detail  # the refused move, recorded
+        assert record.moves[-1].ms is None  # never applied: no move time
+    records = sorted(Path(f"{config.database.with_suffix('')}.records").glob("*.xml"))
+    assert len(records) == 4
+    assert main(["verify", *map(str, records)]) == 0
