@@ -19,6 +19,7 @@ against it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -70,7 +71,7 @@ class RootAnalysis:
     """One position analysed by `SearchBot.analyse`, all from the deepest *completed*
     iteration (scores of one depth compare; a cut-off iteration's do not): the best move and
     its score, the move asked about (`played`) and its exact score, whether the best move is
-    the only one that scores above `only_below` (None when not asked), the depth and the
+    the only one that scores well (`only_move`; None when not checked), the depth and the
     nodes used. Scores are for the team to move, in `bots.evaluation` units (±WIN-ish for
     proven results)."""
 
@@ -81,6 +82,10 @@ class RootAnalysis:
     played: Move | None
     played_score: int | None
     only_move: bool | None
+
+    def with_only_move(self, only: bool) -> RootAnalysis:
+        """This analysis with the only-move check's answer."""
+        return dataclasses.replace(self, only_move=only)
 
 
 def _key(state: GameState) -> _Key:
@@ -150,14 +155,11 @@ class SearchBot:
         self._finish(started, completed, best_move, best_score)
         return best_move
 
-    def analyse(
-        self, state: GameState, played: Move | None = None, only_below: int | None = None
-    ) -> RootAnalysis:
+    def analyse(self, state: GameState, played: Move | None = None) -> RootAnalysis:
         """Analyse `state` within `max_nodes`/`max_depth` (one of them must be set; the clock
-        is never read): the best move and score, `played`'s exact score, and — with
-        `only_below` — whether every other move scores below it (an only move). A fresh
-        search every time (tables cleared): the answer depends on the position and the
-        bounds alone. ValueError without a legal move, or for an illegal `played`."""
+        is never read): the best move and score and `played`'s exact score. A fresh search
+        every time (tables cleared): the answer depends on the position and the bounds
+        alone. ValueError without a legal move, or for an illegal `played`."""
         if self.max_nodes is None and self.max_depth is None:
             raise ValueError("analyse needs max_nodes or max_depth: it never reads the clock")
         moves = state.legal_moves()
@@ -199,9 +201,6 @@ class SearchBot:
             played_score = best_score
         if played == best_move:
             played_score = best_score
-        only = None
-        if only_below is not None:
-            only = len(root) == 1 or self._only_move(root, best_move, completed, only_below)
         return RootAnalysis(
             completed,
             self._nodes,
@@ -209,8 +208,23 @@ class SearchBot:
             best_score,
             played,
             played_score if played is not None else None,
-            only,
+            None,
         )
+
+    def only_move(self, state: GameState, result: RootAnalysis, below: int) -> bool:
+        """Whether every move of `state` but `result.best` scores below `below` at
+        `result.depth` (null-window searches on the table `analyse` left; bounded by that
+        depth, not by the nodes). Call right after `analyse(state)`."""
+        if result.depth == 0:
+            return False
+        self._node_limit = 1 << 62
+        for move in state.legal_moves():
+            if move == result.best:
+                continue
+            child = state.apply(move)
+            if -self._negamax(child, result.depth - 1, -below, -below + 1, 1) >= below:
+                return False
+        return True
 
     def _finish(self, started: float, depth: int, move: Move, score: int) -> None:
         seconds = time.perf_counter() - started
@@ -273,18 +287,6 @@ class SearchBot:
                 alpha, best = score, move
         assert best is not None
         return best, alpha
-
-    def _only_move(
-        self, root: list[tuple[Move, GameState]], best: Move, depth: int, below: int
-    ) -> bool:
-        """Whether every move but `best` scores below `below` at `depth` (null windows)."""
-        if depth == 0:
-            return False
-        self._node_limit = 1 << 62  # the check is bounded by its depth, not by the nodes
-        for move, child in root:
-            if move != best and -self._negamax(child, depth - 1, -below, -below + 1, 1) >= below:
-                return False
-        return True
 
     def _evaluate(self, state: GameState) -> int:
         one, two, _, ge2, ge3 = state.bitboards()
