@@ -110,14 +110,17 @@ def export(analyses: Iterable[GameAnalysis], player: str | None = None) -> Suite
         states = analysis.game.states()
         for move in analysis.moves:
             if move.side is loser and move.mark in ("?", "??"):
+                before = states[move.number - 1]
+                # What the file holds, so that a suite read back equals the one written.
+                state = board_from_text(board_text(before), before.turn, before.first_union)
                 positions.append(
                     Position(
                         f"{analysis.game.label}#{move.number}",
-                        states[move.number - 1],
+                        state,
                         (move.best,),
                         move.played,
                         move.mark,
-                        move.loss,
+                        round(move.loss, 4),
                         name,
                     )
                 )
