@@ -12,7 +12,7 @@ import pytest
 
 from analysis import Analyser, Game, Settings
 from analysis.suite import Suite, SuiteError, export, loads
-from bots import GreedyBot, SearchBot
+from bots import Bot, GreedyBot, SearchBot
 from engine import GameState, Team
 from runner import positions
 
@@ -22,7 +22,10 @@ BEST_BOT = Path(__file__).with_name("best_bot.py")
 
 def lost_by_greedy(seed: int, greedy_side: Team) -> Game:
     state = start = GameState.initial(seed)
-    bots = {greedy_side: GreedyBot(2), greedy_side.opponent: SearchBot(1, max_nodes=1500)}
+    bots: dict[Team, Bot] = {
+        greedy_side: GreedyBot(2),
+        greedy_side.opponent: SearchBot(1, max_nodes=1500),
+    }
     moves = []
     while not state.is_over:
         move = bots[state.current_team].choose(state, 1e9)
