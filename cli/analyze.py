@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The `piranhas-analyze` command."""
     parser = build_parser()
     try:
-        options = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        options = parser.parse_intermixed_args(list(sys.argv[1:] if argv is None else argv))
     except SystemExit as exit_request:
         return exit_request.code if isinstance(exit_request.code, int) else 2
 
