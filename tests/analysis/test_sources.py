@@ -21,7 +21,8 @@ from protocol.replay import write_replay
 def random_game(moves: int | None = None) -> tuple[list[GameState], list[Move]]:
     rng = random.Random(5)
     state = GameState.initial(17)
-    states, played = [state], []
+    states: list[GameState] = [state]
+    played: list[Move] = []
     while not state.is_over and (moves is None or len(played) < moves):
         move = rng.choice(state.legal_moves())
         state = state.apply(move)
