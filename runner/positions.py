@@ -31,8 +31,9 @@ import trio
 from analysis.suite import Position, Suite, SuiteError, Verdict, loads, score, summary
 from client import ClientSession, ConnectionClosed
 from engine import Move, Team
+from launching import MatchError
 from protocol.messages import JoinedGameRoom, Left, Memento, ResultMessage
-from runner.options import MatchError, player_command
+from runner.options import player_command
 from runner.players import start_process
 
 PROGRAM = "piranhas-match positions"
