@@ -276,3 +276,17 @@ def test_the_strict_site_build_fails_on_a_broken_link_or_a_page_left_out(
     (tmp_path / "docs" / "left-out.md").write_text("# Left out\n", encoding="utf-8")
     left_out = build_site(tmp_path)
     assert left_out.returncode != 0 and "left-out.md" in left_out.stderr, left_out.stderr
+
+
+def test_every_link_of_the_readmes_leads_somewhere() -> None:
+    """README.md and tests/README.md are read on the forge, outside the site: their relative
+    links name files of the repository."""
+    broken = []
+    for readme in (README, TESTS_README):
+        text = readme.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            if not (readme.parent / target.split("#")[0]).exists():
+                broken.append(f"{readme.relative_to(ROOT)}: {target}")
+    assert broken == []
