@@ -34,7 +34,7 @@ from engine import Move, Team
 from launching import MatchError
 from protocol.messages import JoinedGameRoom, Left, Memento, ResultMessage
 from runner.options import player_command
-from runner.players import start_process
+from runner.processes import start_process
 
 PROGRAM = "piranhas-match positions"
 ANSWER_LIMIT = 30.0  # seconds for the bot to join and move (the hard timeout is 10 s)
