@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import hypercorn.config
-import hypercorn.trio
 import structlog
 import trio
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
@@ -35,12 +34,24 @@ from protocol import GAME_TYPE
 from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
 from server.config import Settings
 from server.feed import ObserverFeed
+from server.limits import address_key, connection_cap, is_loopback, raise_descriptor_limit
+from web import listen
 from web.auth import COOKIE, CSRF_HEADER, SESSION_SECONDS, Session, Sessions, csrf_ok, same_origin
 from web.board import legal_targets, state_json
-from web.http import PAGE_HEADERS, BodyTooLarge, error, json_body, refuse_large_body
+from web.http import (
+    PAGE_HEADERS,
+    BodyTimeout,
+    BodyTooLarge,
+    client_gone,
+    error,
+    json_body,
+    refuse_large_body,
+    refuse_slow_body,
+)
 from web.hub import Change, GameHub, result_json
 from web.league import LeagueView
 from web.league_routes import LeagueRoutes
+from web.listen import ProxyHeaders, WebAdmission
 from web.replays import ReplayRoutes
 from web.sc import HumanPlayer, admin_request
 
@@ -51,7 +62,12 @@ STATIC = Path(str(resources.files("web") / "static"))
 VIEWER_RATE = 4.0
 PLAYER_RATE = 10.0
 MAX_HUMANS = 100
+# Games a visitor without a login may play at once (open play: see `WebViewer.open_play`).
+MAX_GAMES_PER_SESSION = 2
 LOGIN_FAILURE_DELAY = 1.0
+# Pages send moves of ~50 bytes and nothing else: a larger WebSocket message closes the socket
+# (1009) before it is buffered.
+WS_MAX_MESSAGE = 4096
 
 
 class WebViewer:
@@ -68,6 +84,16 @@ class WebViewer:
         self.port = port if port is not None else settings.web_port
         self.url = ""  # set once it listens
         self.viewers = 0  # open live sockets (each one task pair while open)
+        self.sockets_by_address: dict[str, int] = {}
+        # A person may play without the admin password when only this machine can reach the
+        # viewer: it listens on loopback and no proxy forwards others to it.
+        self.open_play = is_loopback(settings.web_host) and not settings.web_trusted_proxies
+        self.admission = WebAdmission(
+            connection_cap(settings.web_max_connections, raise_descriptor_limit()),
+            settings.web_max_connections_per_address,
+            limit_loopback=settings.per_address_limit_on_loopback,
+            proxies=settings.web_trusted_proxies,
+        )
         self.game_port = 0
         self._nursery: trio.Nursery | None = None
         self.league = (
@@ -88,18 +114,17 @@ class WebViewer:
         """Serve HTTP until cancelled."""
         self.game_port = game_port
         config = hypercorn.config.Config()
-        host = self.settings.web_host
-        bind_host = f"[{host}]" if ":" in host else host
-        config.bind = [f"{bind_host}:{self.port or 0}"]
         config.accesslog = None  # request lines could carry tokens; errors still log
         config.include_server_header = False
         config.graceful_timeout = 1.0
+        config.websocket_max_message_size = WS_MAX_MESSAGE
+        config.backlog = 1024  # a burst of viewers connecting at once is not refused
+        app = ProxyHeaders(self.app, self.settings.web_trusted_proxies)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            binds = await nursery.start(
-                partial(hypercorn.trio.serve, self.app, config)  # type: ignore[arg-type]
+            self.url = await nursery.start(
+                listen.serve, app, config, self.settings.web_host, self.port or 0, self.admission
             )
-            self.url = binds[0]
             log.info("web viewer listening", url=self.url)
             # The viewer's libraries add some ten thousand long-lived objects that every full
             # collection of the cyclic GC would scan again (milliseconds each, while a move
@@ -132,13 +157,21 @@ class WebViewer:
                 Route("/api/admin/pause", self._guard(self._pause), methods=["POST"]),
                 Route("/api/admin/step", self._guard(self._step), methods=["POST"]),
                 Route("/api/admin/cancel", self._guard(self._cancel), methods=["POST"]),
-                Route("/api/play", self._guard(self._play), methods=["POST"]),
+                Route(
+                    "/api/play",
+                    self._guard(self._play, admin=not self.open_play),
+                    methods=["POST"],
+                ),
                 WebSocketRoute("/ws/lobby", self._ws_lobby),
                 WebSocketRoute("/ws/game/{room_id}", self._ws_game),
                 WebSocketRoute("/ws/play/{token}", self._ws_play),
                 Mount("/static", StaticFiles(directory=STATIC), name="static"),
             ],
-            exception_handlers={BodyTooLarge: refuse_large_body},
+            exception_handlers={
+                BodyTooLarge: refuse_large_body,
+                BodyTimeout: refuse_slow_body,
+                ClientDisconnect: client_gone,
+            },
         )
 
     def _page(self, name: str) -> Callable[[Request], Awaitable[Response]]:
@@ -157,9 +190,15 @@ class WebViewer:
         fresh = session is None
         if session is None:
             session = self.sessions.create()
-        response = JSONResponse({"admin": session.admin, "csrf": session.csrf})
+        response = JSONResponse(
+            {
+                "admin": session.admin,
+                "play": session.admin or self.open_play,
+                "csrf": session.csrf,
+            }
+        )
         if fresh:
-            _set_cookie(response, session)
+            _set_cookie(response, session, request)
         return response
 
     async def _config(self, request: Request) -> Response:
@@ -184,14 +223,16 @@ class WebViewer:
             await trio.sleep(LOGIN_FAILURE_DELAY)  # slows down guessing
             return error(403, "wrong password")
         log.info("web login")
-        response = JSONResponse({"admin": True, "csrf": admin.csrf})
-        _set_cookie(response, admin)
+        response = JSONResponse({"admin": True, "play": True, "csrf": admin.csrf})
+        _set_cookie(response, admin, request)
         return response
 
     async def _logout(self, request: Request, session: Session) -> Response:
         self.sessions.logout(session)
         response = JSONResponse({"admin": False})
-        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        response.delete_cookie(
+            COOKIE, path="/", httponly=True, samesite="strict", secure=_secure(request)
+        )
         return response
 
     def _request_allowed(self, request: Request, session: Session) -> bool:
@@ -229,10 +270,31 @@ class WebViewer:
         return Response(view.to_json(), media_type="application/json")
 
     async def _ws_lobby(self, websocket: WebSocket) -> None:
+        if await self._refused(websocket):
+            return
         await websocket.accept()
         await self._pump(websocket, self.hub.lobby, self.hub.lobby_json)
 
+    async def _refused(self, websocket: WebSocket) -> bool:
+        """Over a WebSocket cap (total, per address): refused before the handshake (an HTTP
+        403), so it never holds a socket's buffers. The TCP connections are capped by
+        `web.listen` too; this also counts sockets that share a connection (HTTP/2)."""
+        address = _client_address(websocket)
+        settings = self.settings
+        exempt = address in self.admission.proxies or (
+            is_loopback(address) and not settings.per_address_limit_on_loopback
+        )
+        if self.viewers >= self.admission.cap or (
+            not exempt
+            and self.sockets_by_address.get(address, 0) >= settings.web_max_connections_per_address
+        ):
+            await websocket.close(code=1013)  # before accept: the handshake is refused
+            return True
+        return False
+
     async def _ws_game(self, websocket: WebSocket) -> None:
+        if await self._refused(websocket):
+            return
         await websocket.accept()
         view = self.hub.games.get(websocket.path_params["room_id"])
         if view is None:
@@ -252,13 +314,18 @@ class WebViewer:
         """Send the latest snapshot when it changed, at most `rate` (default `viewer_rate`)
         times a second, until the viewer leaves (its receive side is watched, or its task
         would leak)."""
+        address = _client_address(websocket)
         self.viewers += 1
+        self.sockets_by_address[address] = self.sockets_by_address.get(address, 0) + 1
         try:
             await self._pump_until_gone(
                 websocket, change, payload, on_message, rate or self.viewer_rate
             )
         finally:
             self.viewers -= 1
+            left = self.sockets_by_address.pop(address, 1) - 1
+            if left:
+                self.sockets_by_address[address] = left
 
     async def _pump_until_gone(
         self,
@@ -273,10 +340,20 @@ class WebViewer:
             async def receive() -> None:
                 try:
                     while True:
-                        message = await websocket.receive_text()
+                        message = await websocket.receive()
+                        if message["type"] == "websocket.disconnect":
+                            break
+                        text = message.get("text")
+                        if text is None:  # a binary frame: the pages send none
+                            await websocket.close(code=1003, reason="text messages only")
+                            break
                         if on_message is not None:
-                            await on_message(json.loads(message))
-                except (WebSocketDisconnect, RuntimeError, ValueError):
+                            try:
+                                decoded = json.loads(text)
+                            except ValueError:
+                                decoded = None
+                            await on_message(decoded)
+                except (WebSocketDisconnect, RuntimeError, OSError):
                     pass
                 nursery.cancel_scope.cancel()
 
@@ -354,6 +431,9 @@ class WebViewer:
             del self.humans[token]  # their page has shown the result by now
         if len(self.humans) >= MAX_HUMANS:
             return error(503, "too many people playing")
+        mine = sum(1 for human in self.humans.values() if human.owner == session.token)
+        if not session.admin and mine >= MAX_GAMES_PER_SESSION:
+            return error(429, f"at most {MAX_GAMES_PER_SESSION} games at once without a login")
         reservation = body.get("reservation")
         room_id: str | None = None
         if not isinstance(reservation, str) or not reservation:
@@ -375,6 +455,8 @@ class WebViewer:
         return JSONResponse({"token": token, "room": room_id})
 
     async def _ws_play(self, websocket: WebSocket) -> None:
+        if await self._refused(websocket):
+            return
         await websocket.accept()
         session = self._session(websocket)
         player = self.humans.get(websocket.path_params["token"])
@@ -397,7 +479,7 @@ class WebViewer:
             error = None
             try:
                 move = Move(int(message["x"]), int(message["y"]), Direction[message["dir"]])
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, IndexError):
                 error = "malformed move"
             else:
                 error = await player.move(move)
@@ -434,7 +516,12 @@ def _human_json(player: HumanPlayer) -> str:
     )
 
 
-def _set_cookie(response: Response, session: Session) -> None:
+def _secure(request: Request) -> bool:
+    # https as the browser sees it (behind a trusted proxy: its X-Forwarded-Proto).
+    return request.url.scheme == "https"
+
+
+def _set_cookie(response: Response, session: Session, request: Request) -> None:
     response.set_cookie(
         COOKIE,
         session.token,
@@ -442,4 +529,10 @@ def _set_cookie(response: Response, session: Session) -> None:
         path="/",
         httponly=True,
         samesite="strict",
+        secure=_secure(request),
     )
+
+
+def _client_address(connection: Request | WebSocket) -> str:
+    client = connection.client
+    return address_key(client.host) if client is not None else ""
