@@ -140,7 +140,8 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   env_dir="${DOCKER_ENV_DIR:-/tmp/piranhas-docker-env}"
   case "${1:-}" in
     start)
-      docker_env_install
+      # compose too: the league's Docker tests run docker-compose.league.yml with it.
+      docker_env_install compose
       [[ ! -e $env_dir/daemon.pid ]] || docker_env_die "$env_dir is in use: '$0 stop' first"
       docker_env_start "$env_dir" >&2
       printf 'export DOCKER_HOST=%q DOCKER_ENV_PID=%q\n' "$DOCKER_HOST" "$docker_env_pid"

@@ -41,7 +41,7 @@ Scenarios (`--attacks`, comma-separated; "none" is the baseline):
 Attackers connect from 127.0.0.2 (the probe from 127.0.0.1) and reconnect whenever the
 server closes them.
 
-Run:  .venv/bin/python bench/attack.py [--attacks none,prepare,...] [--server-root DIR]
+Run:  .venv/bin/python -m bench.attack [--attacks none,prepare,...] [--server-root DIR]
 (`--server-root` runs the server from another checkout, for before/after figures; the last
 three scenarios need its `--log-format json`.)
 """
@@ -53,7 +53,6 @@ import contextlib
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -66,19 +65,17 @@ from typing import Any
 
 import trio
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from bench.serverprocess import cpu_seconds, free_port, wait_until_listening  # noqa: E402
-from protocol import GAME_TYPE, ClientConnection, NeedData  # noqa: E402
-from protocol.events import (  # noqa: E402
+from bench.serverprocess import PASSWORD, REPO, ServerProcess, cpu_seconds, stop_server
+from bench.serverprocess import start_server as start_server_process
+from protocol import GAME_TYPE, ClientConnection, NeedData
+from protocol.events import (
     Authenticate,
     JoinPrepared,
     MovePacket,
     Prepare,
     SlotDescriptor,
 )
-from protocol.messages import (  # noqa: E402
+from protocol.messages import (
     ErrorPacket,
     Left,
     Memento,
@@ -87,10 +84,9 @@ from protocol.messages import (  # noqa: E402
     ResultMessage,
     ServerMessage,
 )
-from protocol.replay import read_replay  # noqa: E402
-from server.limits import EPISODE_QUIET_SECONDS  # noqa: E402
+from protocol.replay import read_replay
+from server.limits import EPISODE_QUIET_SECONDS
 
-PASSWORD = "bench"
 PREPARE_FLOOD = (
     b'<prepare gameType="swc_2026_piranhas">' + b"<slot/>" * 9000 + b"</prepare>"
 )  # 63 KB, as in the issue
@@ -315,48 +311,20 @@ def start_server(
     *,
     log: Path | None = None,
     descriptors: int | None = None,
-) -> tuple[subprocess.Popen[bytes], int]:
-    """`python -m server` on a fresh loopback port, listening; its log (JSON lines) goes to
-    `log` or is thrown away. `descriptors`: RLIMIT_NOFILE soft = hard for the server."""
-    port = free_port()
-    env = dict(os.environ, PYTHONPATH=str(args.server_root))
-    command = [sys.executable, "-m", "server", "--port", str(port), "--password", PASSWORD]
-
-    def low_descriptor_limit() -> None:  # in the child, before exec
-        assert descriptors is not None
-        resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
-
-    with contextlib.ExitStack() as files:
-        stderr = files.enter_context(log.open("wb")) if log else subprocess.DEVNULL
-        server = subprocess.Popen(
-            [*command, *extra],
-            cwd=workdir,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            preexec_fn=low_descriptor_limit if descriptors is not None else None,
-        )
-    try:
-        wait_until_listening(port, server)
-    except BaseException:
-        stop_server(server)
-        raise
-    return server, port
-
-
-def stop_server(server: subprocess.Popen[bytes]) -> None:
-    server.terminate()
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+) -> tuple[ServerProcess, int]:
+    """`python -m server` of `--server-root` on a fresh loopback port, listening; its log (JSON
+    lines) goes to `log` or is thrown away. `descriptors`: RLIMIT_NOFILE soft = hard."""
+    server = start_server_process(
+        extra, cwd=workdir, root=args.server_root, log=log, descriptors=descriptors
+    )
+    return server, server.port
 
 
 def probe_command(args: argparse.Namespace, port: int, *extra: str) -> list[str]:
     return [
         sys.executable,
-        __file__,
+        "-m",
+        "bench.attack",
         "--probe",
         str(port),
         "--probe-seconds",

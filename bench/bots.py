@@ -1,7 +1,7 @@
 """Built-in bots: the search bot's speed (nodes/s, depth reached within its budget), the cost
 of one evaluation and of a greedy move, and optionally a short timed match search vs greedy.
 
-    python bench/bots.py [--budget 1.5] [--boards 4] [--match PAIRS] [--match-budget 0.1]
+    python -m bench.bots [--budget 1.5] [--boards 4] [--match PAIRS] [--match-budget 0.1]
 
 Positions: seeded start boards, then the same boards after 10, 20, 30 and 40 plies of greedy
 against greedy (typical middle-game positions).
@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bots import GreedyBot, SearchBot
 from bots.evaluation import evaluate

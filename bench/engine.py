@@ -3,7 +3,7 @@
 Also runs the same kind of playouts with the official client's compiled rules (socha 4.3.9)
 when it is installed, and prints the ratio.
 
-    python bench/engine.py [--games N] [--repeat R]
+    python -m bench.engine [--games N] [--repeat R]
 """
 
 from __future__ import annotations
@@ -11,12 +11,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import random
-import sys
 import time
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import FieldState, GameState
 

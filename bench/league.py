@@ -2,7 +2,7 @@
 mode, and the per-game overhead the league adds on top of the match runner (the same number of
 games between the same two bots through `piranhas-match` and through a two-team league).
 
-    python bench/league.py [--teams 4] [--games 6] [--concurrency 2] [--bot greedy]
+    python -m bench.league [--teams 4] [--games 6] [--concurrency 2] [--bot greedy]
 
 Built-in bots are `builtin:NAME` (piranhas-bot); where this installation lacks it, the fast
 test bot (tests/bots/fast_bot.py) stands in and the output says so. Prints the command lines,
@@ -23,8 +23,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-# The repository's packages, not bench/'s scripts of the same names (bench/bots.py).
-sys.path.insert(0, str(REPO))
 BIN = Path(sys.executable).parent
 FAST_BOT = [sys.executable, str(REPO / "tests" / "bots" / "fast_bot.py")]
 

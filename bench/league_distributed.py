@@ -11,7 +11,7 @@ Printed (the best of `--repeat` runs): wall time and matches per hour for each; 
 coordinator's cost to queue one match; the overhead per match of one worker against the baseline
 (queue, PostgreSQL, heartbeats).
 
-Run:  .venv/bin/python bench/league_distributed.py [--teams 6] [--games 2] [--workers 1 2 4]
+Run:  .venv/bin/python -m bench.league_distributed [--teams 6] [--games 2] [--workers 1 2 4]
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-
-# bench/server.py would shadow the server package: the repository root goes first.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import redis
 

@@ -1,7 +1,7 @@
 """piranhas-match throughput: games per minute for the same two bots at `--concurrency 1` and
 `--concurrency K` in one run, and the runner's own overhead per game.
 
-    python bench/match.py [--k 8] [--games1 2] [--games-k 16] [--bot COMMAND]
+    python -m bench.match [--k 8] [--games1 2] [--games-k 16] [--bot COMMAND]
 
 The default bot is the socha 4.3.9 random bot of the tests (tests/bots/random_bot.py; socha
 idles in a 0.1 s poll, so games at once overlap well). Each setting is one real

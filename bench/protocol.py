@@ -1,14 +1,15 @@
 """Wire-protocol speed: µs to parse one move packet (server side) and one memento (client
 side), and to serialise one memento and one result (best of several rounds, per operation).
 
-    python bench/protocol.py [--number N] [--repeat R]
+    python -m bench.protocol [--number N] [--repeat R]
 
-With PYTHONPATH=<another checkout> it measures that checkout's code (this one's comes after
-it on sys.path), so two versions can be compared back to back. On a busy machine, compare
+Run from another checkout's root with PYTHONPATH=<this checkout>, it measures that checkout's
+code (`python -m` puts the working directory first on sys.path, this checkout's bench after
+it), so two versions can be compared back to back. On a busy machine, compare
 versions of the byte reader in one process instead, timed in turns (`git show
 <commit>:protocol/_reader.py > /tmp/old_reader.py` for an old one):
 
-    python bench/protocol.py --readers /tmp/old_reader.py protocol/_reader.py
+    python -m bench.protocol --readers /tmp/old_reader.py protocol/_reader.py
 
 "memento (cold)" renders a state never rendered before (the engine's `rows()` included);
 "memento (warm)" is each further send of the same state (both players, observers, replay),
@@ -20,16 +21,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import random
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-# sys.path[0] is this folder, whose engine.py and protocol.py would shadow the packages.
-# This checkout comes last, so that PYTHONPATH=<another checkout> measures that one.
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
-sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from engine import GameState, PlayerEntry, Team, game_result
 from protocol import NEED_DATA, ClientConnection, ServerConnection

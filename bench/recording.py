@@ -7,7 +7,7 @@
 - bomb: peak memory (max RSS of a child process) of `load_start_state` on a gzip file that
   expands to 1 GiB, which is refused at the 16 MiB limit.
 
-Run:  .venv/bin/python bench/recording.py [--games 4000]
+Run:  .venv/bin/python -m bench.recording [--games 4000]
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ import time
 import zlib
 from datetime import datetime
 from pathlib import Path
-
-# bench/server.py would shadow the server package: the repository root goes first.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from server.replays import ReplayFiles
 

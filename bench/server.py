@@ -13,7 +13,7 @@ of concurrency the script prints:
 - server CPU: CPU seconds the server process used per second of wall time (1.0 = one core
   saturated), and the server's CPU time per move.
 
-Run:  .venv/bin/python bench/server.py [--levels 1,10,100] [--seconds 10]
+Run:  .venv/bin/python -m bench.server [--levels 1,10,100] [--seconds 10]
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -31,15 +29,12 @@ from pathlib import Path
 
 import trio
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from bench.serverprocess import cpu_seconds, free_port, percentile, wait_until_listening  # noqa: E402
-from client import ClientSession, ConnectionClosed, open_session  # noqa: E402
-from engine import GameState  # noqa: E402
-from protocol import ClientConnection  # noqa: E402
-from protocol.events import JoinPrepared, MovePacket, SlotDescriptor  # noqa: E402
-from protocol.messages import (  # noqa: E402
+from bench.serverprocess import PASSWORD, cpu_seconds, percentile, start_server
+from client import ClientSession, ConnectionClosed, open_session
+from engine import GameState
+from protocol import ClientConnection
+from protocol.events import JoinPrepared, MovePacket, SlotDescriptor
+from protocol.messages import (
     ErrorPacket,
     Left,
     Memento,
@@ -48,7 +43,6 @@ from protocol.messages import (  # noqa: E402
     RoomError,
 )
 
-PASSWORD = "bench"
 THINK_RANDOM = random.Random(2026)
 
 
@@ -128,7 +122,7 @@ async def play(port: int, reservation: str, game: Game, stats: Stats) -> None:
 async def read_split(client: ClientSession, game: Game, stats: Stats) -> None:
     """The session sends; its stream is read here directly, through the byte splitter, on
     purpose: parsing every memento would make the clients (one process for all games) the
-    bottleneck. `bench/server.py --levels 10,100 --seconds 5` against `... --verify` (every
+    bottleneck. `python -m bench.server --levels 10,100 --seconds 5` against `... --verify` (every
     message through ClientSession.receive), on a busy 2-core machine: client CPU per move
     0.2 ms with the splitter, 0.9 ms parsed, and the moves/s halved (697 -> 339 at 10
     games)."""
@@ -280,31 +274,16 @@ def main() -> None:
     args = parser.parse_args()
     levels = [int(level) for level in args.levels.split(",")]
 
-    port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="bench-server-"))
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    profiler = ["-m", "cProfile", "-o", str(Path(args.profile).resolve())] if args.profile else []
-    command = [
-        sys.executable,
-        *profiler,
-        "-m",
-        "server",
-        "--port",
-        str(port),
-        "--password",
-        PASSWORD,
-        "--log-level",
-        args.log_level,
-    ]
-    server_log = (workdir / "server.log").open("wb")
-    process = subprocess.Popen(command, cwd=workdir, env=env, stderr=server_log)
-    cpus = sorted(os.sched_getaffinity(0))
-    pinned = len(cpus) > 1
-    if pinned:
-        os.sched_setaffinity(process.pid, {args.server_cpu})
-        os.sched_setaffinity(0, set(cpus) - {args.server_cpu})
-    try:
-        wait_until_listening(port, process)
+    with start_server(
+        ["--log-level", args.log_level],
+        cwd=workdir,
+        log=workdir / "server.log",
+        profile=Path(args.profile) if args.profile else None,
+        cpu=args.server_cpu,
+    ) as server:
+        port, process = server.port, server.process
+        command, pinned = server.command, server.pinned
         trio.run(run_level, port, 2, 1.0, process.pid)  # warm-up, not reported
         print(f"server: {' '.join(command[1:])}  (pinned to CPU {args.server_cpu}: {pinned})")
         print(
@@ -352,13 +331,6 @@ def main() -> None:
                         }
                     )
                 )
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        server_log.close()
 
 
 if __name__ == "__main__":

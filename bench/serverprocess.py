@@ -1,13 +1,120 @@
-"""What the benchmarks that start `python -m server` in a process of its own share: a free
-loopback port, waiting until it listens, its CPU time, and percentiles of the figures."""
+"""The one way the benchmarks start `python -m server` in a process of its own: a free
+loopback port, the server listening on it, stopped gracefully at the end; plus what they all
+measure on it (its CPU time, percentiles of the figures).
+
+    with start_server(["--log-level", "warning"], cwd=workdir) as server:
+        ...  # clients connect to 127.0.0.1:server.port; cpu_seconds(server.pid)
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
+import signal
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PASSWORD = "bench"  # the administrator password of every benchmark's server
+STOP_SECONDS = 30  # a graceful stop (and cProfile writing its file) takes at most this long
+
+
+@dataclass(frozen=True)
+class ServerProcess:
+    """A running `python -m server` and where it listens; as a context manager, stopped when
+    the block ends (also on an error)."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    web_port: int | None  # the viewer's HTTP port, with `web=True`
+    command: list[str]  # as started (for the benchmark's report)
+    pinned: bool  # the server runs alone on one CPU, this process on the others
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        stop_server(self)
+
+
+def start_server(
+    options: Sequence[str] = (),
+    *,
+    cwd: Path,
+    root: Path = REPO,
+    log: Path | None = None,
+    profile: Path | None = None,
+    cpu: int | None = None,
+    descriptors: int | None = None,
+    web: bool = False,
+) -> ServerProcess:
+    """`python -m server --port P --password bench OPTIONS` from the checkout `root`, started
+    in `cwd` and listening when this returns.
+
+    Its stderr (the log) goes to `log` or is thrown away. `profile`: run it under cProfile into
+    that file. `cpu`: pin it to that CPU and this process to the others (when there are
+    several). `descriptors`: its RLIMIT_NOFILE, soft = hard. `web`: also serve the viewer on a
+    free port (`web_port`)."""
+    port = free_port()
+    web_port = free_port() if web else None
+    profiler = ["-m", "cProfile", "-o", str(profile.resolve())] if profile else []
+    command = [sys.executable, *profiler, "-m", "server", "--port", str(port)]
+    command += ["--password", PASSWORD, *(["--web-port", str(web_port)] if web_port else [])]
+    command += options
+    cpus = sorted(os.sched_getaffinity(0))
+    alone = {cpu} if cpu is not None and len(cpus) > 1 else None
+    pinned = alone is not None
+
+    def in_child() -> None:  # after fork, before exec: limits hold from the server's first line
+        if alone is not None:
+            os.sched_setaffinity(0, alone)
+        if descriptors is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
+
+    with contextlib.ExitStack() as files:
+        stderr = files.enter_context(log.open("wb")) if log else subprocess.DEVNULL
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=dict(os.environ, PYTHONPATH=str(root)),
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            preexec_fn=in_child if pinned or descriptors is not None else None,
+        )
+    server = ServerProcess(process, port, web_port, command, pinned)
+    try:
+        if alone is not None:
+            os.sched_setaffinity(0, set(cpus) - alone)
+        wait_until_listening(port, process)
+        if web_port is not None:
+            wait_until_listening(web_port, process)
+    except BaseException:
+        stop_server(server)
+        raise
+    return server
+
+
+def stop_server(server: ServerProcess) -> None:
+    """SIGTERM (the server shuts down gracefully, a profile is written), SIGKILL if that takes
+    longer than STOP_SECONDS."""
+    process = server.process
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def free_port() -> int:

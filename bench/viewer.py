@@ -15,7 +15,7 @@ following it to the next game when one ends. For each window it prints:
 - with viewers also the viewers' delay p50/p99: from the move leaving its client to a viewer
   receiving a snapshot that shows it (snapshots are rate-limited, latest state wins).
 
-Run:  .venv/bin/python bench/viewer.py [--viewers 100] [--seconds 20] [--games 10]
+Run:  .venv/bin/python -m bench.viewer [--viewers 100] [--seconds 20] [--games 10]
 """
 
 from __future__ import annotations
@@ -34,18 +34,14 @@ from pathlib import Path
 
 import trio
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from bench.serverprocess import PASSWORD, cpu_seconds, percentile, start_server
+from client import ConnectionClosed, open_session
+from engine import GameState, Move
+from protocol import GAME_TYPE
+from protocol.events import JoinPrepared, Prepare, SlotDescriptor
+from web.sc import admin_request
+from web.wsclient import WebSocketClosed, WsClient
 
-from bench.serverprocess import cpu_seconds, free_port, percentile, wait_until_listening  # noqa: E402
-from client import ConnectionClosed, open_session  # noqa: E402
-from engine import GameState, Move  # noqa: E402
-from protocol import GAME_TYPE  # noqa: E402
-from protocol.events import JoinPrepared, Prepare, SlotDescriptor  # noqa: E402
-from web.sc import admin_request  # noqa: E402
-from web.wsclient import WebSocketClosed, WsClient  # noqa: E402
-
-PASSWORD = "bench"
 TURN = re.compile(r'"turn":(\d+)')
 
 
@@ -223,7 +219,15 @@ async def run(
         await trio.sleep(3.0)  # warm-up: every game started
         alone = await measure(shared, pid, seconds)
         process = await trio.lowlevel.open_process(
-            [sys.executable, __file__, "--watch", str(web_port), "--viewers", str(viewers)],
+            [
+                sys.executable,
+                "-m",
+                "bench.viewer",
+                "--watch",
+                str(web_port),
+                "--viewers",
+                str(viewers),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -293,40 +297,26 @@ def main() -> None:
         os.nice(19)  # the players' clients measure the latency: they get the CPU first
         trio.run(watch, arguments.watch, arguments.viewers)
         return
-    port, web_port = free_port(), free_port()
-    profile = ["-m", "cProfile", "-o", arguments.profile] if arguments.profile else []
-    command = [
-        sys.executable, *profile, "-m", "server", "--port", str(port), "--web-port", str(web_port),
-        "--password", PASSWORD, "--log-level", "warning", "--reservation-ttl", "0",
-    ]  # fmt: skip
-    cpus = os.cpu_count() or 1
-    if cpus > 1:
-        # The server alone on one CPU; this process and the viewers' on the others.
-        command = ["taskset", "-c", str(arguments.server_cpu), *command]
-        os.sched_setaffinity(0, set(range(cpus)) - {arguments.server_cpu})
-    with tempfile_dir() as cwd:
-        process = subprocess.Popen(command, cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)})
-        try:
-            wait_until_listening(port, process)
-            wait_until_listening(web_port, process)
-            trio.run(
-                run,
-                port,
-                web_port,
-                process.pid,
-                arguments.viewers,
-                arguments.seconds,
-                arguments.think,
-                arguments.games,
-                arguments.watched_think,
-            )
-        finally:
-            process.send_signal(subprocess.signal.SIGINT)  # type: ignore[attr-defined]
-            process.wait(timeout=30)
-
-
-def tempfile_dir() -> tempfile.TemporaryDirectory[str]:
-    return tempfile.TemporaryDirectory()
+    options = ["--log-level", "warning", "--reservation-ttl", "0"]
+    profile = Path(arguments.profile) if arguments.profile else None
+    with (
+        tempfile.TemporaryDirectory() as cwd,
+        start_server(
+            options, cwd=Path(cwd), profile=profile, cpu=arguments.server_cpu, web=True
+        ) as server,
+    ):
+        assert server.web_port is not None
+        trio.run(
+            run,
+            server.port,
+            server.web_port,
+            server.pid,
+            arguments.viewers,
+            arguments.seconds,
+            arguments.think,
+            arguments.games,
+            arguments.watched_think,
+        )
 
 
 if __name__ == "__main__":

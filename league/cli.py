@@ -20,7 +20,7 @@ from typing import Any, TextIO
 import trio
 
 from league.config import BotKind, LeagueConfig, LeagueFileError, load_league
-from league.records import RecordError, read_record, verify
+from league.records import RecordError, read_record_file, verify
 from league.run import (
     MODES,
     AsyncStore,
@@ -193,8 +193,8 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     failed = 0
     for path in args.records:
         try:
-            record = read_record(path.read_bytes())
-        except (OSError, RecordError) as error:
+            record = read_record_file(path)
+        except RecordError as error:
             print(f"{path}: cannot read: {error}", file=out)
             failed += 1
             continue

@@ -10,8 +10,11 @@ turns a record into an official replay for the GUI.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from lxml import etree
 
@@ -39,6 +42,7 @@ __all__ = [
     "RecordPlayer",
     "RecordedResult",
     "read_record",
+    "read_record_file",
     "record_game",
     "to_replay",
     "verify",
@@ -340,6 +344,44 @@ def read_record(data: bytes) -> GameRecord:
         moves=tuple(moves),
         result=result,
     )
+
+
+def read_record_file(path: Path | str) -> GameRecord:
+    """Read and parse the record file at `path`. Only a regular file is read, and at most
+    MAX_RECORD_BYTES + 1 bytes of it: a link to /dev/zero or a FIFO is refused at once (opened
+    without blocking, then checked), a huge file after one bounded read. Raises RecordError
+    (OSError as RecordError too, with the cause)."""
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer would wait forever.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise RecordError(error.strerror or str(error)) from None
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise RecordError(f"not a regular file ({_file_kind(mode)})")
+        chunks: list[bytes] = []
+        left = MAX_RECORD_BYTES + 1
+        while left > 0 and (chunk := os.read(descriptor, min(left, 1 << 20))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as error:
+        raise RecordError(error.strerror or str(error)) from None
+    finally:
+        os.close(descriptor)
+    data = b"".join(chunks)
+    return read_record(data)
+
+
+def _file_kind(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a file")
 
 
 # ---- replaying -----------------------------------------------------------------------------

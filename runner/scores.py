@@ -10,7 +10,7 @@ from typing import TextIO
 
 from engine import GameResult, Team
 from runner.display import Display
-from runner.report import figures_block, sprt_conclusion
+from runner.report import elo_text, figures_block, sprt_conclusion
 from runner.stats import Estimate, Pentanomial, Sprt, SprtStatus, Trinomial, estimate
 from runner.timing import TimeReport
 
@@ -148,7 +148,7 @@ class Match:
         text = f"+{wins} ={draws} -{losses}"
         figures = self.estimate()
         if len(self.played) >= 2:
-            text += f"  Elo {figures.elo:.1f} ± {figures.elo_error:.1f}  LOS {figures.los:.1%}"
+            text += f"  Elo {elo_text(figures, '.1f', '±')}  LOS {figures.los:.1%}"
         if self.sprt is not None:
             pairs = self.pairs()
             text += f"  LLR {self.sprt.llr(self.counts() if pairs is None else pairs):.2f}"

@@ -14,6 +14,9 @@ import pytest
 
 from .distributed.servers import PostgresServer, RedisServer, ServerMissing
 
+# `--no-skips` (tests/helpers/noskip.py): .ci/run's groups with services must not skip.
+pytest_plugins = ["tests.helpers.noskip"]
+
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from engine import GameState, PlayerEntry, Team, game_result
 from league.cli import _print_standings, main
 from league.config import load_league
-from league.records import read_record, record_game, write_record
+from league.records import MAX_RECORD_BYTES, read_record, record_game, write_record
 from league.schedule import build_schedule
 from league.standings import compute_standings
 from league.store import GameOutcome, LeagueStore
@@ -138,3 +139,27 @@ def test_run_of_a_missing_league_file_exits_2(
     missing = tmp_path / "x.toml"
     assert main(["run", str(missing)]) == 2
     assert f"{missing}: cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(30)  # before the fix the FIFO hung
+def test_verify_reads_regular_files_only_and_at_most_the_record_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A record that is a link to /dev/zero, a FIFO, a directory or a huge file is refused
+    with a clear error, without hanging and without reading it whole (issue 17 item 13)."""
+    zero = tmp_path / "zero.xml"
+    zero.symlink_to("/dev/zero")
+    fifo = tmp_path / "fifo.xml"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.xml"
+    with huge.open("wb") as file:
+        file.truncate(MAX_RECORD_BYTES * 50)  # sparse: 200 MiB that cost no disk
+    good = _record_file(tmp_path, "good.xml", tamper=False)
+    paths = [zero, fifo, tmp_path, huge, good]
+    assert main(["verify", *map(str, paths)]) == 1
+    out = capsys.readouterr().out
+    assert f"{zero}: cannot read: not a regular file (a character device)" in out
+    assert f"{fifo}: cannot read: not a regular file (a FIFO)" in out
+    assert f"{tmp_path}: cannot read: not a regular file (a directory)" in out
+    assert f"{huge}: cannot read: larger than {MAX_RECORD_BYTES} bytes" in out
+    assert "1 of 5 records verified" in out

@@ -77,7 +77,9 @@ def test_terminal_gets_a_progress_bar_other_streams_plain_lines() -> None:
         match.record(game(2, None))
         assert display.bar.tasks[0].completed == 2
         summary = display.bar.tasks[0].fields["summary"]
-        assert summary.startswith("+1 =1 -0  Elo 190.8 ± inf  LOS 92.1%"), summary
+        assert summary.startswith("+1 =1 -0  Elo 190.8 (95 % interval unbounded)  LOS 92.1%"), (
+            summary
+        )
     text = terminal.getvalue()
     assert "game 1/3: p1 (ONE) vs p2 (TWO) 2:0, winner p1" in text
     assert "game 2/3: p2 (ONE) vs p1 (TWO) 1:1, draw" in text

@@ -3,7 +3,15 @@ layout) and for the degenerate cases."""
 
 from __future__ import annotations
 
-from runner.report import figures_block, llr_line, score_line, sprt_conclusion
+import math
+
+from runner.report import (
+    figures_block,
+    llr_line,
+    perfect_score_bound,
+    score_line,
+    sprt_conclusion,
+)
 from runner.stats import Pentanomial, Sprt, SprtStatus, Trinomial
 
 GOLDEN_TRI = Trinomial(losses=50, draws=90, wins=60)
@@ -52,20 +60,33 @@ def test_pentanomial_without_wl_split_and_without_sprt() -> None:
 def test_no_games_yet() -> None:
     assert figures_block("A", "B", Trinomial(), Pentanomial(wl=0), Sprt(0, 10)) == (
         "Results of A vs B:\n"
-        "Elo: nan +/- nan, nElo: nan +/- nan\n"
-        "LOS: nan %, DrawRatio: nan %, PairsRatio: nan\n"
-        "Games: 0, Wins: 0, Losses: 0, Draws: 0, Points: 0.0 (nan %)\n"
-        "Ptnml(0-2): [0, 0, 0, 0, 0], WL/DD Ratio: nan\n"
+        "Elo: n/a, nElo: n/a\n"
+        "LOS: n/a %, DrawRatio: n/a %, PairsRatio: 0:0\n"
+        "Games: 0, Wins: 0, Losses: 0, Draws: 0, Points: 0.0 (n/a %)\n"
+        "Ptnml(0-2): [0, 0, 0, 0, 0], WL/DD Ratio: 0:0\n"
         "LLR: 0.00 (0.0%) (-2.94, 2.94) [0.00, 10.00]"
     )
 
 
-def test_perfect_score() -> None:
+def test_perfect_score_says_what_is_known_instead_of_nan() -> None:
+    """All games won: a 95 % bound on the Elo (0.025 ** (1/n) as a score), the ratios as
+    counts; no `nan` or `inf` anywhere (issue 17 item 19)."""
     block = figures_block("A", "B", Trinomial(wins=4), Pentanomial(ww=2, wl=0))
+    bound = -400 * math.log10(1 / 0.025 ** (1 / 4) - 1)
     assert block.splitlines()[1:3] == [
-        "Elo: inf +/- nan, nElo: inf +/- nan",
-        "LOS: 100.00 %, DrawRatio: 0.00 %, PairsRatio: inf",
+        f"Elo: > {bound:.2f} (all 4 games won, 95 % bound), nElo: n/a (no variance)",
+        "LOS: 100.00 %, DrawRatio: 0.00 %, PairsRatio: 2:0",
     ]
+    assert block.splitlines()[4] == "Ptnml(0-2): [0, 0, 0, 0, 2], WL/DD Ratio: 0:0"
+    lost = figures_block("A", "B", Trinomial(losses=30))
+    assert "Elo: < -" in lost and "(all 30 games lost, 95 % bound)" in lost
+    for text in (block, lost, figures_block("A", "B", Trinomial())):
+        assert "nan" not in text and "inf" not in text
+
+
+def test_the_perfect_score_bound_grows_with_the_games() -> None:
+    assert math.isnan(perfect_score_bound(0))
+    assert perfect_score_bound(4) < 0 < perfect_score_bound(10) < perfect_score_bound(100)
 
 
 def test_llr_line_percentages_point_to_the_nearer_bound() -> None:
@@ -79,7 +100,7 @@ def test_llr_line_percentages_point_to_the_nearer_bound() -> None:
 def test_score_line_like_cutechess() -> None:
     assert score_line("A", "B", GOLDEN_TRI) == "Score of A vs B: 60 - 50 - 90  [0.525] 200"
     assert score_line("x", "y", Trinomial(wins=1)) == "Score of x vs y: 1 - 0 - 0  [1.000] 1"
-    assert score_line("x", "y", Trinomial()) == "Score of x vs y: 0 - 0 - 0  [nan] 0"
+    assert score_line("x", "y", Trinomial()) == "Score of x vs y: 0 - 0 - 0  [n/a] 0"
 
 
 def test_sprt_conclusions() -> None:

@@ -75,7 +75,10 @@ async def test_sprt_stops_a_strong_vs_weak_match_at_h1(tmp_path: Path) -> None:
     assert len(game_lines(run.stdout)) == 16  # 8 pairs, not 40 games
     assert "SPRT: H1 accepted after 16 games; stopping (24 games not played)" in run.stdout
     assert run.stdout.rstrip().count("SPRT: H1 was accepted") == 1
-    assert "Elo: inf" in run.stdout and "LOS: 100.00 %" in run.stdout
+    # One bot won every game: a bound instead of `inf +/- nan` (issue 17 item 19).
+    assert "Elo: > " in run.stdout and "(all 16 games won, 95 % bound)" in run.stdout
+    assert "LOS: 100.00 %" in run.stdout
+    assert "nan" not in run.stdout and " inf" not in run.stdout
     events = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
     end = events[-1]
     assert end["event"] == "run_end" and end["played"] == 16
