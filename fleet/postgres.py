@@ -42,6 +42,13 @@ T = TypeVar("T")
 
 RECONNECT_FOR = 120.0
 CONNECT_TIMEOUT = 5
+# A host that drops packets (a cut link, a firewall) makes a call fail after seconds, not after
+# the kernel's 15 minutes of retransmissions: TCP keepalives for an idle connection, a user
+# timeout for unacknowledged data (libpq's tcp_user_timeout, milliseconds).
+TCP_OPTIONS = (
+    "keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3 "
+    "tcp_user_timeout=20000"
+)
 
 
 def to_pyformat(sql: str) -> str:
@@ -158,8 +165,11 @@ class PostgresBackend:
     def _connect(self) -> psycopg.Connection[Any]:
         if self._connection is not None and not self._connection.closed:
             return self._connection
+        conninfo = psycopg.conninfo.make_conninfo(
+            self.dsn, **dict(option.split("=") for option in TCP_OPTIONS.split())
+        )
         self._connection = psycopg.connect(
-            self.dsn, connect_timeout=CONNECT_TIMEOUT, autocommit=True
+            conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True
         )
         return self._connection
 
