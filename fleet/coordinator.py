@@ -41,6 +41,7 @@ __all__ = [
     "format_status",
     "initialize",
     "play_local",
+    "queue_of",
     "standings",
     "wait_until_final",
 ]
@@ -58,19 +59,25 @@ STALE_RUNNING_S = 3 * HEARTBEAT_TIMEOUT_MS / 1000
 def initialize(config: LeagueConfig, database: str) -> tuple[Match, ...]:
     """Create (or check) the schedule, the league's fingerprint and the match runs in the
     store. Raises LeagueMismatchError when the store holds another league."""
+    return _initialize(config, database)[0]
+
+
+def _initialize(config: LeagueConfig, database: str) -> tuple[tuple[Match, ...], str]:
+    """`initialize`, and the league's queue name."""
     matches = build_schedule(config)
     store, runs = open_store(database)
     try:
 
-        def create() -> None:
+        def create() -> str:
             store.initialize(config, matches)
-            preflight.write_or_check_fingerprint(config, store.backend)
+            queue = preflight.write_or_check_fingerprint(config, store.backend)
             runs.initialize(matches)
+            return queue
 
-        retrying(create)
+        queue = retrying(create)
     finally:
         store.close()
-    return matches
+    return matches, queue
 
 
 def enqueue(
@@ -78,9 +85,9 @@ def enqueue(
 ) -> list[int]:
     """Send every match the queue should have and has not; the ids sent. Running it again
     sends nothing twice (the store remembers what was sent, Redis what it holds)."""
-    initialize(config, database)
+    _, queue = _initialize(config, database)
     broker = make_broker(redis_url)
-    actor = declare_match_actor(broker, _unused, preflight.queue_name(config))
+    actor = declare_match_actor(broker, _unused, queue)
     store, runs = open_store(database)
     try:
         states = retrying(runs.states)
@@ -104,6 +111,18 @@ def enqueue(
         store.close()
         broker.close()
     return sent
+
+
+def queue_of(config: LeagueConfig, database: str) -> str:
+    """The league's queue name (the league must have been created)."""
+    store, _ = open_store(database)
+    try:
+        queue = preflight.check_fingerprint(config, store.backend)
+    finally:
+        store.close()
+    if queue is None:
+        raise preflight.FleetError("the league was not created yet: run distribute")
+    return queue
 
 
 def standings(config: LeagueConfig, store: LeagueStore) -> Standings:

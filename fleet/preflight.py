@@ -7,9 +7,10 @@ looking process that never plays:
 - the servers: Redis answers PING with this password, PostgreSQL accepts this role and database;
 - the league: one fingerprint of everything that decides a result (teams and their bots, the
   seed and schedule, the rules version, timeouts and limits). The coordinator writes it into the
-  store; every worker, `status` and `cancel` refuse a league file whose fingerprint differs,
-  naming the part that differs. The queue's name is derived from it, so leagues sharing one Redis
-  never see each other's messages.
+  store, with a random league id; every worker, `status` and `cancel` refuse a league file whose
+  fingerprint differs, naming the part that differs. The queue's name is derived from the
+  fingerprint and the league id, so leagues sharing one Redis (even two with the same file, in
+  two databases) never see each other's messages.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import uuid
 from dataclasses import asdict
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -29,6 +31,7 @@ __all__ = [
     "FleetError",
     "LeagueMismatchError",
     "check_database",
+    "check_fingerprint",
     "check_redis",
     "check_redis_url",
     "describe",
@@ -209,14 +212,15 @@ def fingerprint(config: LeagueConfig) -> str:
     return hashlib.sha256(json.dumps(describe(config), sort_keys=True).encode()).hexdigest()
 
 
-def queue_name(config: LeagueConfig) -> str:
-    """The league's queue on the broker: its fingerprint's first 16 hex digits (leagues on one
-    Redis, or two versions of one league file, never share a queue)."""
-    return f"piranhas.{fingerprint(config)[:16]}"
+def queue_name(config: LeagueConfig, league_id: str) -> str:
+    """The league's queue on the broker: 16 hex digits of its fingerprint and its league id."""
+    digest = hashlib.sha256(f"{fingerprint(config)} {league_id}".encode()).hexdigest()
+    return f"piranhas.{digest[:16]}"
 
 
 def read_fingerprint(backend: Backend) -> dict[str, str] | None:
-    """The parts the coordinator stored, or None when the league was not created yet."""
+    """What the coordinator stored (the parts and `league`, the league id), or None when the
+    league was not created yet."""
     try:
         with backend.transaction() as tx:
             rows = tx.query("SELECT meta_value FROM league_meta WHERE meta_key = ?", (META_KEY,))
@@ -232,9 +236,9 @@ def read_fingerprint(backend: Backend) -> dict[str, str] | None:
     return stored
 
 
-def _compare(config: LeagueConfig, stored: dict[str, str]) -> None:
+def _compare(config: LeagueConfig, stored: dict[str, str]) -> str:
     mine = describe(config)
-    differ = [PARTS.get(key, key) for key in PARTS if stored.get(key) != mine.get(key)]
+    differ = [PARTS[key] for key in PARTS if stored.get(key) != mine.get(key)]
     if differ:
         raise LeagueMismatchError(
             "this league file is not the league in the store: "
@@ -242,27 +246,29 @@ def _compare(config: LeagueConfig, stored: dict[str, str]) -> None:
             + " differ. Every machine of a league needs the same league file and the same "
             "version of piranhas-server (a new league needs a new database)"
         )
+    return queue_name(config, stored["league"])
 
 
-def write_or_check_fingerprint(config: LeagueConfig, backend: Backend) -> None:
-    """Store the league's fingerprint (the store's tables must exist), or refuse a league file
-    that differs from the stored one (LeagueMismatchError)."""
+def write_or_check_fingerprint(config: LeagueConfig, backend: Backend) -> str:
+    """Store the league's fingerprint and a new league id (the store's tables must exist), or
+    refuse a league file that differs from the stored one (LeagueMismatchError). The league's
+    queue name."""
     with backend.transaction() as tx:
         rows = tx.query("SELECT meta_value FROM league_meta WHERE meta_key = ?", (META_KEY,))
         if not rows:
+            stored = {**describe(config), "league": uuid.uuid4().hex}
             tx.execute(
                 "INSERT INTO league_meta (meta_key, meta_value) VALUES (?, ?)",
-                (META_KEY, json.dumps(describe(config), sort_keys=True)),
+                (META_KEY, json.dumps(stored, sort_keys=True)),
             )
-            return
-    _compare(config, json.loads(str(rows[0][0])))
+            return queue_name(config, stored["league"])
+    return _compare(config, json.loads(str(rows[0][0])))
 
 
-def check_fingerprint(config: LeagueConfig, backend: Backend) -> bool:
-    """Whether the store holds this league (False: not created yet); LeagueMismatchError when
-    it holds another one."""
+def check_fingerprint(config: LeagueConfig, backend: Backend) -> str | None:
+    """The league's queue name when the store holds this league, None when it was not created
+    yet; LeagueMismatchError when it holds another one."""
     stored = read_fingerprint(backend)
     if stored is None:
-        return False
-    _compare(config, stored)
-    return True
+        return None
+    return _compare(config, stored)

@@ -90,17 +90,19 @@ def _stderr_for_warnings() -> None:
     logging.getLogger("dramatiq").addHandler(handler)
 
 
-def _wait_for_league(setup: WorkerSetup, db: FleetStore, stop: threading.Event) -> bool:
-    """Check the league's fingerprint in the store; wait while the coordinator has not
-    created the league yet. False when stopped while waiting."""
+def _wait_for_league(setup: WorkerSetup, db: FleetStore, stop: threading.Event) -> str | None:
+    """Check the league's fingerprint in the store, waiting while the coordinator has not
+    created the league yet; the league's queue name, None when stopped while waiting."""
     told = False
-    while not db.call_sync(preflight.check_fingerprint, setup.config, db.store.backend):
+    while (
+        queue := db.call_sync(preflight.check_fingerprint, setup.config, db.store.backend)
+    ) is None:
         if not told:
             say("waiting for the coordinator to create the league in the store (distribute)")
             told = True
         if stop.wait(WAIT_FOR_LEAGUE_S):
-            return False
-    return True
+            return None
+    return queue
 
 
 def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> int:
@@ -117,7 +119,8 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
     preflight.check_redis(setup.redis_url)
     db = FleetStore(setup.database)  # StoreError at once when PostgreSQL cannot be used
     try:
-        if not _wait_for_league(setup, db, stop):
+        queue = _wait_for_league(setup, db, stop)
+        if queue is None:
             return 0
     except BaseException:
         db.close()
@@ -172,7 +175,7 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
             # attempts).
             send_first(broker, actor, match_id)
 
-    actor = declare_match_actor(broker, play, preflight.queue_name(setup.config))
+    actor = declare_match_actor(broker, play, queue)
     # worker_timeout: how long an idle consumer waits between fetches at most; after a match
     # the next one starts within it (Dramatiq's default is 1 s).
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=IDLE_FETCH_MS)

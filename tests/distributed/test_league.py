@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from fleet import coordinator, preflight
+from fleet import coordinator
 from fleet.runs import RunState, RunStatus
 from fleet.stores import open_store
 from league.config import LeagueConfig, load_league
@@ -267,7 +267,7 @@ def test_a_match_that_always_fails_ends_failed_and_dead_lettered(
     report = coordinator.format_status(states.values(), time.time())
     assert all(f"match {match_id}: failed: " in report for match_id in broken)
     client = redis.Redis.from_url(redis_url)
-    queue = preflight.queue_name(league.config)
+    queue = coordinator.queue_of(league.config, league.database)
     assert client.zcard(f"dramatiq:{queue}.XQ") == len(broken)  # the dead-letter set
     client.close()
     time.sleep(2)  # nothing comes back from the dead-letter set

@@ -113,8 +113,10 @@ def test_the_fingerprint_names_the_part_that_differs() -> None:
         other = preflight.describe(parse_league(text))
         assert [key for key in base if base[key] != other[key]] == [part]
     config = parse_league(LEAGUE)
-    assert preflight.queue_name(config) == preflight.queue_name(parse_league(LEAGUE))
-    assert preflight.queue_name(config) != preflight.queue_name(parse_league(changes["teams"]))
+    queue = preflight.queue_name(config, "id")
+    assert queue == preflight.queue_name(parse_league(LEAGUE), "id")
+    assert queue != preflight.queue_name(parse_league(changes["teams"]), "id")
+    assert queue != preflight.queue_name(config, "another league, the same file")
     # Everything decides it except what only says where this machine keeps things.
     elsewhere = parse_league('database = "/elsewhere.sqlite"\nconcurrency = 2\n' + LEAGUE)
     assert preflight.fingerprint(elsewhere) == preflight.fingerprint(config)
