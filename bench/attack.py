@@ -1,6 +1,6 @@
 """Attack benchmark: do hostile clients decide games? (loopback only, bounded, stops by itself)
 
-For each scenario the script starts `python -m server` afresh (its own port on 127.0.0.1, its
+For each scenario the script starts `python -m cli.server` afresh (its own port on 127.0.0.1, its
 own temporary directory, removed afterwards), runs the attack from this process, and meanwhile
 a probe process plays 10 prepared games one after another between two instant bots (first
 legal move, answered at once). It prints per scenario:
@@ -312,7 +312,7 @@ def start_server(
     log: Path | None = None,
     descriptors: int | None = None,
 ) -> tuple[ServerProcess, int]:
-    """`python -m server` of `--server-root` on a fresh loopback port, listening; its log (JSON
+    """`python -m cli.server` of `--server-root` on a fresh loopback port, listening; its log (JSON
     lines) goes to `log` or is thrown away. `descriptors`: RLIMIT_NOFILE soft = hard."""
     server = start_server_process(
         extra, cwd=workdir, root=args.server_root, log=log, descriptors=descriptors

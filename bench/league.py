@@ -29,7 +29,7 @@ FAST_BOT = [sys.executable, str(REPO / "tests" / "bots" / "fast_bot.py")]
 
 def bot_command(bot: str) -> list[str]:
     """The team command of the benchmark's bot."""
-    if importlib.util.find_spec("bots.cli") is not None:
+    if importlib.util.find_spec("cli.bot") is not None:
         return [f"builtin:{bot}"]
     return FAST_BOT
 
@@ -76,7 +76,7 @@ def main() -> int:
     args = parser.parse_args()
     command = bot_command(args.bot)
     if command == FAST_BOT:
-        print("note: piranhas-bot (bots.cli) is missing: the fast test bot plays instead")
+        print("note: piranhas-bot (cli.bot) is missing: the fast test bot plays instead")
     print(f"load average before: {load()}  ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)

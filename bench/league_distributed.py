@@ -60,7 +60,7 @@ def start_worker(
     league: Path, dsn: str, url: str, name: str, folder: Path
 ) -> subprocess.Popen[bytes]:
     log = (folder / f"{name}.stderr").open("wb")
-    argv = [sys.executable, "-m", "league.cli", "worker", str(league), "--database", dsn]
+    argv = [sys.executable, "-m", "cli.league", "worker", str(league), "--database", dsn]
     argv += ["--redis", url, "--name", name, "--log-dir", str(folder / f"{name}-logs")]
     return subprocess.Popen(argv, cwd=REPO, stdout=log, stderr=log, start_new_session=True)
 

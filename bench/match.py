@@ -5,7 +5,7 @@
 
 The default bot is the socha 4.3.9 random bot of the tests (tests/bots/random_bot.py; socha
 idles in a 0.1 s poll, so games at once overlap well). Each setting is one real
-`python -m runner.cli` run on its in-process server with `--ndjson`; the figures come from
+`python -m cli.match` run on its in-process server with `--ndjson`; the figures come from
 its events:
 
 - games/min: finished games over the run's wall time (interpreter start to exit);
@@ -47,7 +47,7 @@ def run(bot: str, games: int, concurrency: int, seed: int) -> dict[str, Any]:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         argv = [
             sys.executable,
-            *("-m", "runner.cli", "--player1", bot, "--player2", bot),
+            *("-m", "cli.match", "--player1", bot, "--player2", bot),
             *("--games", str(games), "--concurrency", str(concurrency), "--force-concurrency"),
             *("--seed", str(seed), "--ndjson", str(stream), "--no-reproducers"),
         ]

@@ -1,4 +1,4 @@
-"""Server benchmark: many concurrent games over loopback against `python -m server`.
+"""Server benchmark: many concurrent games over loopback against `python -m cli.server`.
 
 The server runs in its own process (pinned to one CPU when there are several) with its
 default timeouts. Lightweight in-process clients (trio, client.ClientSession; players read the

@@ -1,4 +1,4 @@
-"""The one way the benchmarks start `python -m server` in a process of its own: a free
+"""The one way the benchmarks start `python -m cli.server` in a process of its own: a free
 loopback port, the server listening on it, stopped gracefully at the end; plus what they all
 measure on it (its CPU time, percentiles of the figures).
 
@@ -27,7 +27,7 @@ STOP_SECONDS = 30  # a graceful stop (and cProfile writing its file) takes at mo
 
 @dataclass(frozen=True)
 class ServerProcess:
-    """A running `python -m server` and where it listens; as a context manager, stopped when
+    """A running `python -m cli.server` and where it listens; as a context manager, stopped when
     the block ends (also on an error)."""
 
     process: subprocess.Popen[bytes]
@@ -58,7 +58,7 @@ def start_server(
     descriptors: int | None = None,
     web: bool = False,
 ) -> ServerProcess:
-    """`python -m server --port P --password bench OPTIONS` from the checkout `root`, started
+    """`python -m cli.server --port P --password bench OPTIONS` from the checkout `root`, started
     in `cwd` and listening when this returns.
 
     Its stderr (the log) goes to `log` or is thrown away. `profile`: run it under cProfile into
@@ -68,7 +68,7 @@ def start_server(
     port = free_port()
     web_port = free_port() if web else None
     profiler = ["-m", "cProfile", "-o", str(profile.resolve())] if profile else []
-    command = [sys.executable, *profiler, "-m", "server", "--port", str(port)]
+    command = [sys.executable, *profiler, "-m", "cli.server", "--port", str(port)]
     command += ["--password", PASSWORD, *(["--web-port", str(web_port)] if web_port else [])]
     command += options
     cpus = sorted(os.sched_getaffinity(0))

@@ -1,6 +1,6 @@
 """Viewer benchmark: does watching slow the server? 100 WebSocket viewers on one running game.
 
-The server runs in its own process (`python -m server --web-port ...`, pinned to one CPU when
+The server runs in its own process (`python -m cli.server --web-port ...`, pinned to one CPU when
 there are several). In-process SC clients play `--games` prepared games at once, back to back:
 one "watched" game whose bots think `--watched-think` seconds per move (like real bots: a game
 lasts about half a minute), and the others with `--think` seconds per move, for load and

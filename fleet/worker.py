@@ -42,11 +42,11 @@ from fleet.queue import (
     retries_of_current_message,
     send_first,
 )
+from launching import MatchError
 from league.config import LeagueConfig
 from league.run import LeagueRunError
 from league.schedule import Match
-from runner.options import MatchError
-from server.cli import find_exception
+from server.exits import find_exception
 
 __all__ = ["WorkerSetup", "default_worker_name", "run_worker"]
 

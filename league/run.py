@@ -21,9 +21,7 @@ import hashlib
 import importlib.util
 import os
 import socket
-import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -33,11 +31,11 @@ from functools import partial
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-import structlog
 import trio
 
 from client import ClientSession
 from engine import Direction, Move
+from launching import MatchError, PlayerLauncher
 from league.config import BotKind, LeagueConfig, TeamSpec
 from league.records import record_game, write_record
 from league.schedule import Match, build_schedule
@@ -48,10 +46,12 @@ from league.store import (
     RecordStatus,
     StaleAttemptError,
 )
-from runner.game import GameSpec, Server, admin_session, play_game
-from runner.options import MatchError
-from runner.players import PlayerLauncher, ProcessLauncher, ProcessPlayer
+from runner.game import GameSpec, ServerAddress, admin_session, play_game
+from runner.inprocess import in_process_server
+from runner.players import ProcessLauncher
+from runner.reaper import BotReaper, ReapedLauncher
 from runner.timing import ServerGames
+from server.exits import first_leaf
 from server.recorder import FinishedGame as ServerGame
 
 __all__ = [
@@ -121,119 +121,12 @@ class AsyncStore:
         self._executor.shutdown()
 
 
-# ---- no bot outlives the league -----------------------------------------------------------
-
-_REAPER = """
-import os, signal, subprocess, sys
-groups = set()
-for line in sys.stdin:
-    op, pid = line.split()
-    (groups.add if op == "+" else groups.discard)(int(pid))
-for pid in groups:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-if len(sys.argv) == 3:  # docker CLI and the run's container label
-    cli, label = sys.argv[1:]
-    try:
-        listed = subprocess.run([cli, "ps", "-aq", "--filter", "label=" + label],
-                                capture_output=True, text=True, timeout=60).stdout.split()
-        if listed:
-            subprocess.run([cli, "rm", "-f", *listed], capture_output=True, timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        pass
-"""
-
-
-class BotReaper:
-    """A small companion process that kills every bot process group still registered when the
-    league process ends in any way, SIGKILL included: it reads `+ PGID` / `- PGID` lines and
-    acts when its stdin reaches EOF, which the kernel delivers when the league's end of the
-    pipe closes. (PR_SET_PDEATHSIG would not do: trio starts processes from worker threads,
-    and the signal follows the thread.) Bots are whole process groups, so a wrapper's
-    children (start.sh -> java) go too. With `containers` = (docker CLI, label) it also
-    removes every container with that label when it ends."""
-
-    def __init__(self, containers: tuple[str, str] | None = None) -> None:
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", _REAPER, *(containers or ())],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            # Its own session: Ctrl+C in the terminal must not end it before the league.
-            start_new_session=True,
-        )
-        self._lock = threading.Lock()
-
-    def _send(self, line: str) -> None:
-        stdin = self._process.stdin
-        assert stdin is not None
-        with self._lock:
-            stdin.write(line.encode())
-            stdin.flush()
-
-    def register(self, pgid: int) -> None:
-        """Kill the group `pgid` if the league dies before `forget`."""
-        self._send(f"+ {pgid}\n")
-
-    def forget(self, pgid: int) -> None:
-        """The group is gone (stopped and reaped): its id may be reused, never kill it."""
-        self._send(f"- {pgid}\n")
-
-    def close(self) -> None:
-        """End the companion (it kills what is still registered)."""
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        self._process.wait()
-
-
-class ReapedPlayer:
-    """A `ProcessPlayer` registered with the reaper while it may be running."""
-
-    def __init__(self, player: ProcessPlayer, reaper: BotReaper) -> None:
-        self.player = player
-        self.reaper = reaper
-
-    @property
-    def returncode(self) -> int | None:
-        """The process's exit status, None while it runs."""
-        return self.player.returncode
-
-    async def wait(self) -> int:
-        """Wait for the process to exit."""
-        return await self.player.wait()
-
-    async def stop(self) -> bool:
-        """Stop the process group (runner.players), then unregister it."""
-        try:
-            return await self.player.stop()
-        finally:
-            self.reaper.forget(self.player.pid)
-
-
-class ReapedLauncher:
-    """A `ProcessLauncher` whose bots the reaper kills if the league dies."""
-
-    def __init__(self, launcher: ProcessLauncher, reaper: BotReaper) -> None:
-        self.launcher = launcher
-        self.reaper = reaper
-
-    async def launch(
-        self, name: str, host: str, port: int, reservation: str, log_path: Path
-    ) -> ReapedPlayer:
-        """Start the bot and register its process group."""
-        player = await self.launcher.launch(name, host, port, reservation, log_path)
-        self.reaper.register(player.pid)
-        return ReapedPlayer(player, self.reaper)
-
-
 # ---- teams -------------------------------------------------------------------------------
 
 
 def bot_command(team: TeamSpec) -> list[str]:
     """The process-mode command of a team: its `command`, or `builtin:NAME [OPTIONS]` as the
-    built-in bot NAME (`python -m bots.cli --bot NAME OPTIONS`, with this interpreter)."""
+    built-in bot NAME (`python -m cli.bot --bot NAME OPTIONS`, with this interpreter)."""
     if team.bot.kind is not BotKind.COMMAND:
         raise LeagueRunError(
             f"team {team.id}: process mode needs a `command`; "
@@ -248,12 +141,12 @@ def bot_command(team: TeamSpec) -> list[str]:
             raise LeagueRunError(
                 f"team {team.id}: unknown built-in bot {name!r} (known: {', '.join(BOT_NAMES)})"
             )
-        if importlib.util.find_spec("bots.cli") is None:
+        if importlib.util.find_spec("cli.bot") is None:
             raise LeagueRunError(
-                f"team {team.id}: built-in bots as players need piranhas-bot (bots.cli), "
+                f"team {team.id}: built-in bots as players need piranhas-bot (cli.bot), "
                 "which this installation lacks"
             )
-        return [sys.executable, "-m", "bots.cli", "--bot", name, *argv[1:]]
+        return [sys.executable, "-m", "cli.bot", "--bot", name, *argv[1:]]
     return argv
 
 
@@ -352,7 +245,7 @@ class LeagueTable:
 
     config: LeagueConfig
     matches: tuple[Match, ...]
-    server: Server
+    server: ServerAddress
     games: ServerGames
     launchers: dict[str, PlayerLauncher]
     log_dir: Path
@@ -516,7 +409,7 @@ async def open_table(
 ) -> AsyncIterator[LeagueTable]:
     """Start the game server in this process (loopback, free port, random admin password,
     the league's timeouts) and yield the table to play on; the server stops afterwards, and
-    no bot outlives the table (`BotReaper`)."""
+    no bot outlives the table (`runner.reaper.BotReaper`)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     check_mode(config, mode)
     containers = None
@@ -540,19 +433,11 @@ async def _serve_table(
     records_dir: Path | None,
     reaper: BotReaper,
 ) -> AsyncIterator[LeagueTable]:
-    import secrets
-    import tempfile
-
-    from server.app import serve
     from server.config import Settings
-    from server.logs import configure_logging
 
     timeouts = config.timeouts
     settings = replace(
         Settings(),
-        host="127.0.0.1",
-        port=0,
-        password=secrets.token_urlsafe(18),
         soft_timeout=timeouts.soft,
         hard_timeout=timeouts.hard,
         # A bot that does not connect within the start-up time loses (the room expires).
@@ -564,53 +449,25 @@ async def _serve_table(
         max_connections_per_address=max(64, 4 * config.concurrency + 8),
         max_rooms_per_connection=4,
     )
-    games = ServerGames()
-    stop = trio.Event()
-    with (
-        tempfile.TemporaryDirectory(prefix="piranhas-league-") as socket_dir,
-        (log_dir / "server.log").open("a", encoding="utf-8") as server_log,
-    ):
+    async with in_process_server(
+        settings, log_dir / "server.log", unix_socket=mode == "docker"
+    ) as server:
         if mode == "docker":
-            # Container bots reach the server through a relay on this socket
-            # (docs/sandbox.md); the directory holds nothing else.
-            server_socket = Path(socket_dir) / "server.sock"
-            settings = replace(settings, unix_socket=server_socket)
-            launchers = await container_launchers(config, server_socket, reaper)
+            # Container bots reach the server through a relay on its socket (docs/sandbox.md).
+            assert server.unix_socket is not None
+            launchers = await container_launchers(config, server.unix_socket, reaper)
         else:
             launchers = process_launchers(config, reaper)
-        # The server logs every move: to its file. Afterwards the logging is what it was (an
-        # embedding program's, or a test's; never the closed file).
-        previous_logging = structlog.get_config()
-        configure_logging("console", "info", stream=server_log, cache=False)
-        try:
-            async with trio.open_nursery() as nursery:
-                port: int = await nursery.start(
-                    partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
-                )
-                server = Server(
-                    host="127.0.0.1",
-                    port=port,
-                    password=settings.password,
-                    password_source="random",
-                    hard_timeout=settings.hard_timeout,
-                    soft_timeout=settings.soft_timeout,
-                    games=games,
-                    unix_socket=settings.unix_socket,
-                )
-                try:
-                    yield LeagueTable(
-                        config,
-                        build_schedule(config),
-                        server,
-                        games,
-                        launchers,
-                        log_dir,
-                        records_dir,
-                    )
-                finally:
-                    stop.set()
-        finally:
-            structlog.configure(**previous_logging)
+        assert server.games is not None
+        yield LeagueTable(
+            config,
+            build_schedule(config),
+            server,
+            server.games,
+            launchers,
+            log_dir,
+            records_dir,
+        )
 
 
 # ---- the local runner --------------------------------------------------------------------
@@ -680,17 +537,11 @@ async def run_league(
                 for index in range(max(1, concurrency)):
                     nursery.start_soon(worker, index)
         except BaseExceptionGroup as group:
-            first = _first_leaf(group)
+            first = first_leaf(group)
             if isinstance(first, LeagueRunError | MatchError):
                 raise LeagueRunError(str(first)) from None
             raise
     return recorded
-
-
-def _first_leaf(error: BaseException) -> BaseException:
-    while isinstance(error, BaseExceptionGroup):
-        error = error.exceptions[0]
-    return error
 
 
 def describe(report: GameReport, names: dict[str, str]) -> str:

@@ -21,10 +21,9 @@ import trio
 
 from client import ClientSession, ConnectionClosed, ServerRefused
 from engine import GameState
+from launching import MatchError, PlayerLauncher, RunningPlayer, exit_description
 from protocol.events import Authenticate, SlotDescriptor
 from protocol.messages import ErrorPacket, Left, Memento, ResultMessage, RoomError
-from runner.options import MatchError
-from runner.players import PlayerLauncher, RunningPlayer, exit_description
 from runner.scores import GameSummary
 from runner.timing import ServerGames
 from server.recorder import FinishedGame
@@ -35,8 +34,9 @@ ANSWER_TIMEOUT = 15.0  # for the server's answer to prepare/observe
 
 
 @dataclass(frozen=True)
-class Server:
-    """Where the games are played."""
+class ServerAddress:
+    """Where the games are played: the game server's address, its admin password and timeouts,
+    and (a server in this process) its recorder sink and Unix socket."""
 
     host: str  # where the bots connect
     port: int
@@ -50,7 +50,7 @@ class Server:
 
 
 @contextlib.asynccontextmanager
-async def admin_session(server: Server) -> AsyncIterator[ClientSession]:
+async def admin_session(server: ServerAddress) -> AsyncIterator[ClientSession]:
     """An admin connection to `server`, logged in when it has a password. Raises MatchError
     when the server cannot be reached or refuses the connection."""
     try:
@@ -124,7 +124,7 @@ Event = Received | ServerGone | Exited
 Watcher = Callable[[GameSpec, GameState], None]
 
 
-def refusal(packet: ErrorPacket, server: Server) -> MatchError:
+def refusal(packet: ErrorPacket, server: ServerAddress) -> MatchError:
     """The MatchError for a refused admin request."""
     if isinstance(packet.original_request, Authenticate):
         return MatchError(
@@ -154,7 +154,7 @@ async def play_game(
     spec: GameSpec,
     launchers: tuple[PlayerLauncher, PlayerLauncher],
     admin: ClientSession,
-    server: Server,
+    server: ServerAddress,
     log_dir: Path,
     game_limit: float,
     watch: Watcher | None = None,
@@ -272,7 +272,7 @@ async def _watch(
 
 async def _observe(
     spec: GameSpec,
-    server: Server,
+    server: ServerAddress,
     room: str,
     log_dir: Path,
     events: trio.MemoryReceiveChannel[Event],

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.options import MatchError
-from runner.players import PlayerLauncher, ProcessLauncher
+from launching import MatchError, PlayerLauncher
+from runner.players import ProcessLauncher
 
 DOCKER_PREFIX = "docker:"
 

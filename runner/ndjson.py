@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from engine import GameResult, PlayerEntry, Team
-from runner.options import MatchError, Options
+from launching import MatchError
+from runner.options import Options
 from runner.scores import GameSummary, Match, player_at
 
 

@@ -11,16 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from launching import MatchError
 from runner.stats import Sprt
 from server.config import DEFAULT_PASSWORD, PROPERTIES_FILE, ConfigError, load_settings
 
 PROGRAM = "piranhas-match"
 DEMO_PLAYERS = ("builtin:search --budget 0.3", "builtin:greedy")
 DEMO_GAMES = 2
-
-
-class MatchError(Exception):
-    """Ends the run with status 2; the message says what happened."""
 
 
 @dataclass(frozen=True)
@@ -365,7 +362,7 @@ def builtin_command(argv: list[str], flag: str) -> list[str]:
     name = argv[0].removeprefix(BUILTIN)
     if name not in BOT_NAMES:
         raise MatchError(f"{flag}: unknown built-in bot {name!r} (known: {', '.join(BOT_NAMES)})")
-    return [sys.executable, "-m", "bots.cli", "--bot", name, *argv[1:]]
+    return [sys.executable, "-m", "cli.bot", "--bot", name, *argv[1:]]
 
 
 def distinct_names(name1: str, name2: str) -> tuple[str, str]:

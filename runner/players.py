@@ -1,67 +1,33 @@
-"""Player launchers: how a player is started for one game and stopped after it.
-
-The match core knows players only through these two small interfaces, so a league can run
-the same core with players in containers: a launcher starts a player that connects with the
-contest options `--host H --port P --reservation CODE`; a running player can be waited for
-and stopped. Today's launcher starts a local process.
-"""
+"""The local-process launcher: a player started as a process in its own session for one
+game and stopped after it (`launching.PlayerLauncher`; containers are `sandbox`'s)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shlex
 import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
 import trio
 
-from runner.options import MatchError
+from launching import MatchError
 
 TERMINATE_WAIT = 1.0  # between SIGTERM and SIGKILL for a process that must go
-
-
-class RunningPlayer(Protocol):
-    """One started player."""
-
-    @property
-    def returncode(self) -> int | None:
-        """Its exit status once it ended, else None."""
-
-    async def wait(self) -> int:
-        """Wait until it ends; its exit status."""
-
-    async def stop(self) -> bool:
-        """Make sure it is gone (terminate, then kill); True if it was still running.
-        Must work in a cancelled scope: a player never outlives the run."""
-
-
-def exit_description(running: RunningPlayer) -> str:
-    """How a player ended, for the match report: "status 3"; a launcher that knows more (a
-    container's OOM kill) gives its players an `exit_reason` attribute, which is appended:
-    "status 137, killed: out of memory (1536 MiB)"."""
-    status = f"status {running.returncode}"
-    reason = getattr(running, "exit_reason", None)
-    return f"{status}, {reason}" if reason else status
-
-
-class PlayerLauncher(Protocol):
-    """Starts a player for one game."""
-
-    async def launch(
-        self, name: str, host: str, port: int, reservation: str, log_path: Path
-    ) -> RunningPlayer:
-        """Start the player; its output goes to `log_path`. Raises MatchError."""
+# Every player process and what it starts carry a token of their own in this variable, so the
+# ones that left its process group are found again (runner.reaper).
+TOKEN_VARIABLE = "PIRANHAS_BOT_TOKEN"
 
 
 class ProcessPlayer:
     """A player running as a local process in its own process group."""
 
-    def __init__(self, process: trio.Process) -> None:
+    def __init__(self, process: trio.Process, token: str = "") -> None:
         self.process = process
+        self.token = token  # its TOKEN_VARIABLE
 
     @property
     def returncode(self) -> int | None:
@@ -120,6 +86,7 @@ async def start_process(
     env = dict(os.environ)
     # Python bots: output reaches the log as it happens, also when the bot is killed.
     env.setdefault("PYTHONUNBUFFERED", "1")
+    token = env[TOKEN_VARIABLE] = secrets.token_hex(8)
     with log_path.open("wb") as log_file:
         try:
             process = await trio.lowlevel.open_process(
@@ -136,4 +103,4 @@ async def start_process(
             )
         except OSError as error:
             raise MatchError(f"cannot start {what}: {error}") from None
-    return ProcessPlayer(process)
+    return ProcessPlayer(process, token)

@@ -27,29 +27,28 @@ behaved differently, 2 for unusable input.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import secrets
 import shlex
 import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from client import ClientSession, ConnectionClosed
+from client import ClientSession
 from engine import GameState, Team
 from protocol.messages import Left, Memento, MoveRequest, ResultMessage
 from protocol.replay import write_replay
 from runner.game import Observation, file_safe, log_path
-from runner.options import PROGRAM, MatchError, player_command
+from runner.inprocess import in_process_server
+from runner.options import PROGRAM
 from runner.players import ProcessPlayer, start_process
-from runner.timing import CRASH, ServerGames, violation_kind
+from runner.reaper import BotReaper
+from runner.timing import CRASH, violation_kind
 from server.config import Settings
 
 Say = Callable[[str], None]
@@ -140,7 +139,7 @@ def write_reproducer(
         "#!/bin/sh\n"
         f"# Puts {name} back into turn {state.turn} of game {summary.number} ({kind}).\n"
         f"# Another command: repro.sh --bot 'COMMAND'\n"
-        f'exec {shlex.quote(sys.executable)} -m runner.cli reproduce "$(dirname "$0")" "$@"\n',
+        f'exec {shlex.quote(sys.executable)} -m cli.match reproduce "$(dirname "$0")" "$@"\n',
         "utf-8",
     )
     script.chmod(0o755)
@@ -200,12 +199,7 @@ def tail(path: Path, lines: int = BOT_LOG_TAIL) -> list[str]:
 async def reproduce(folder: Path, case: Case, command: list[str], say: Say) -> Answer:
     """Start a server from the case's state, the bot on its team and a stand-in opponent;
     return what the bot did when asked to move."""
-    from server.logs import configure_logging
-
     settings = Settings(
-        host="127.0.0.1",
-        port=0,
-        password=secrets.token_urlsafe(12),
         timeout=case.can_timeout,
         load_game_file=folder / STATE_FILE,
         turn=case.turn,
@@ -214,40 +208,23 @@ async def reproduce(folder: Path, case: Case, command: list[str], say: Say) -> A
         results_file=None,
         save_replay=False,
     )
-    answer = Answer()
-    bot_log = folder / "repro-bot.log"
-    limit = case.hard_timeout + 15.0
-    server_log = (folder / "repro-server.log").open("a", encoding="utf-8")
-    # The server logs every move: to a file, not between the lines of the answer.
-    configure_logging("console", "info", stream=server_log, cache=False)
-    try:
-        return await _reproduce(folder, case, command, say, settings, answer, bot_log, limit)
-    finally:
-        configure_logging("console", "warning", cache=False)
-        server_log.close()
+    with BotReaper() as reaper:
+        return await _reproduce(folder, case, command, say, settings, reaper)
 
 
 async def _reproduce(
-    folder: Path,
-    case: Case,
-    command: list[str],
-    say: Say,
-    settings: Settings,
-    answer: Answer,
-    bot_log: Path,
-    limit: float,
+    folder: Path, case: Case, command: list[str], say: Say, settings: Settings, reaper: BotReaper
 ) -> Answer:
-    from server.app import serve
-
-    password = settings.password
-    assert password is not None  # set above: a random one
-    games = ServerGames()
+    answer = Answer()
+    bot_log = folder / "repro-bot.log"
+    limit = case.hard_timeout + 15.0
     team = Team[case.team]
-    async with trio.open_nursery() as nursery:
-        stop = trio.Event()
-        port: int = await nursery.start(
-            partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
-        )
+    async with in_process_server(settings, folder / "repro-server.log") as server:
+        port = server.port
+        password = server.password
+        assert password is not None  # the in-process server's random one
+        games = server.games
+        assert games is not None
         say(
             f"server: 127.0.0.1:{port} from {STATE_FILE} at turn {case.turn} (soft limit "
             f"{case.soft_timeout:g} s, hard {case.hard_timeout:g} s)"
@@ -261,6 +238,7 @@ async def _reproduce(
                 if team is Team.TWO:
                     await standin.join()
                 bot = await start_bot(command, case.cwd, port, bot_log)
+                reaper.register(bot)
                 async with trio.open_nursery() as game_nursery:
                     game_nursery.start_soon(gone_early, bot, answer, game_nursery.cancel_scope)
                     if team is Team.ONE:
@@ -283,11 +261,12 @@ async def _reproduce(
             with trio.CancelScope(shield=True):
                 if bot is not None:
                     await bot.stop()
+                    await reaper.sweep(bot)
+                    reaper.forget(bot)
                     if answer.exit_status is None and answer.kind == CRASH:
                         answer.exit_status = bot.returncode
                 await standin.aclose()
                 await admin.aclose()
-            stop.set()
     return answer
 
 
@@ -375,69 +354,3 @@ async def play(
                 answer.kind = CRASH
                 answer.exit_status = bot.returncode
         nursery.cancel_scope.cancel()
-
-
-def main(argv: Sequence[str]) -> int:
-    """`piranhas-match reproduce DIR [--bot COMMAND]`."""
-    parser = argparse.ArgumentParser(
-        prog=f"{PROGRAM} reproduce",
-        description="Put a bot back into the position in which it lost a game irregularly "
-        "(a folder written by piranhas-match) and print what it does.",
-    )
-    parser.add_argument("folder", type=Path, metavar="DIR", help="the reproducer folder")
-    parser.add_argument(
-        "--bot", default=None, metavar="COMMAND", help="run this command instead of the bot's"
-    )
-    try:
-        arguments = parser.parse_args(list(argv))
-    except SystemExit as exit_request:
-        return exit_request.code if isinstance(exit_request.code, int) else 2
-    folder: Path = arguments.folder
-    try:
-        case = Case.from_json(json.loads((folder / CASE_FILE).read_text("utf-8")))
-        command = case.command
-        if arguments.bot is not None:
-            command = player_command(arguments.bot, "--bot")
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        print(f"{PROGRAM} reproduce: cannot read {folder / CASE_FILE}: {error}", file=sys.stderr)
-        return 2
-    except MatchError as error:
-        print(f"{PROGRAM} reproduce: {error}", file=sys.stderr)
-        return 2
-
-    def say(text: str) -> None:
-        print(text, flush=True)
-
-    say(
-        f"reproducing: game {case.game}, {case.name} (team {case.team}) lost by {case.kind} "
-        f"at turn {case.turn}"
-    )
-    say(f"bot: {shlex.join(command)}")
-    try:
-        answer = trio.run(reproduce, folder, case, command, say)
-    except MatchError as error:
-        print(f"{PROGRAM} reproduce: {error}", file=sys.stderr)
-        return 2
-    except ConnectionClosed as error:
-        print(f"{PROGRAM} reproduce: the server closed the connection: {error}", file=sys.stderr)
-        return 2
-    if answer.asked_turn is not None:
-        say(f"turn {answer.asked_turn}: the server asks {case.name} (team {case.team}) to move")
-    if answer.move is not None:
-        timing = "" if answer.move_ms is None else f" after {answer.move_ms:.1f} ms"
-        say(f"answer: {answer.move}{timing} (a legal move, in time)")
-    if answer.kind == CRASH:
-        say(f"answer: crashed (exit status {answer.exit_status})")
-    elif answer.kind is not None:
-        say(f"answer: {answer.kind}")
-    if answer.reason:
-        say(f"reason: {answer.reason}")
-    if answer.kind is not None or answer.move is None:
-        say(f"bot output (last lines of {folder / 'repro-bot.log'}):")
-        for line in tail(folder / "repro-bot.log"):
-            say(f"  {line}")
-    if answer.kind == case.kind and answer.asked_turn == case.turn:
-        say(f"reproduced: {case.kind} at turn {case.turn}, as in game {case.game}")
-        return 0
-    say(f"not reproduced: game {case.game} had {case.kind} at turn {case.turn}")
-    return 1

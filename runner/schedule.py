@@ -13,20 +13,16 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from engine import ROUND_LIMIT
-from runner.game import GameSpec, Observation, Server, Watcher, admin_session, play_game
+from launching import MatchError, PlayerLauncher
+from runner.game import GameSpec, Observation, ServerAddress, Watcher, admin_session, play_game
 from runner.launchers import launcher_for
-from runner.options import MatchError, Options
-from runner.players import PlayerLauncher
+from runner.options import Options
+from runner.reaper import BotReaper, reaped
 from runner.scores import Match, first_player
 from runner.stats import SprtStatus
+from server.exits import first_leaf
 
 GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
-
-
-def first_leaf(group: BaseExceptionGroup[MatchError]) -> MatchError:
-    """The first MatchError of a group (groups nest)."""
-    inner = group.exceptions[0]
-    return inner if isinstance(inner, MatchError) else first_leaf(inner)
 
 
 def board_seed(seed: int, pair: int) -> int:
@@ -52,24 +48,27 @@ class Schedule:
         self,
         options: Options,
         match: Match,
-        server: Server,
+        server: ServerAddress,
         record: Callable[[Observation], Awaitable[None]],
         launchers: tuple[PlayerLauncher, PlayerLauncher] | None = None,
         *,
         done: frozenset[int] = frozenset(),
         counted: Callable[[Match], None] | None = None,
         watch: Watcher | None = None,
+        reaper: BotReaper | None = None,
     ) -> None:
         """`record` is awaited for each finished game before it is counted, `counted` is
-        called after; game numbers in `done` were played by an earlier run (--resume)."""
+        called after; game numbers in `done` were played by an earlier run (--resume).
+        With a `reaper`, no process a local bot started outlives its game (runner.reaper)."""
         self.options = options
         self.match = match
         self.server = server
         self.record = record
-        self.launchers = launchers or (
+        one, two = launchers or (
             launcher_for(options.commands[0], server.unix_socket),
             launcher_for(options.commands[1], server.unix_socket),
         )
+        self.launchers = (reaped(one, reaper), reaped(two, reaper))
         self.counted = counted
         self.watch = watch
         self.pending = [index for index in range(options.games) if index + 1 not in done]

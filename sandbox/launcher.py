@@ -30,7 +30,7 @@ from pathlib import Path
 import structlog
 import trio
 
-from runner.options import MatchError
+from launching import MatchError
 from sandbox.docker import DockerError, docker, docker_cli, remove_containers
 
 BOT_BASE_IMAGE = "piranhas/bot-base:bookworm"

@@ -20,7 +20,7 @@ from protocol import GAME_TYPE, ServerConnection
 from protocol.messages import ErrorPacket
 from server.config import Settings, with_start_state
 from server.connection import CLOSE_GRACE, Connection
-from server.feed import Companion
+from server.feed import Companion, GuardsLogins
 from server.limits import (
     Episode,
     address_key,
@@ -134,6 +134,8 @@ async def serve(
                     connect_a_bot=f"start.sh -h {_reachable_host(settings.host)} -p {port}",
                 )
                 if companion is not None:
+                    if isinstance(companion, GuardsLogins):
+                        companion.use_login_gate(lobby.logins)  # one lockout for both logins
                     await nursery.start(companion.run, port)
                 task_status.started(port)
                 await stop.wait()

@@ -32,7 +32,7 @@ DEFAULT_PASSWORD = "examplepassword"
 @dataclass(frozen=True)
 class Settings:
     """Every setting of the server, with its default. Built by `load_settings`; every field
-    has a `server.properties` key and a command-line flag (README, "Settings")."""
+    has a `server.properties` key and a command-line flag (docs/server.md, "Settings")."""
 
     host: str = "127.0.0.1"
     port: int = 13050
@@ -53,7 +53,7 @@ class Settings:
     game_wall_clock_limit: float = 3600.0
     max_packet_bytes: int = DEFAULT_MAX_PACKET_BYTES
     send_buffer_messages: int = 1000
-    # Admission limits (README "Limits"): every resource a client can claim is bounded.
+    # Admission limits (docs/server.md, "Limits"): every resource a client can claim is bounded.
     max_connections: int = 1000
     max_connections_per_address: int = 64
     per_address_limit_on_loopback: bool = False
@@ -67,7 +67,7 @@ class Settings:
     # Also listen on this Unix domain socket (bots in containers without a network reach the
     # server through it: docs/sandbox.md).
     unix_socket: Path | None = None
-    # Per-connection limits against hostile clients (README "Hardening").
+    # Per-connection limits against hostile clients (docs/hardening.md).
     send_buffer_bytes: int = 4 * 1024 * 1024
     send_deadline: float = 30.0
     protocol_deadline: float = 10.0

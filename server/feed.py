@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import trio
 
@@ -58,6 +58,47 @@ class NoFeed:
 
     def observe(self, message: ServerMessage) -> None:
         """Nothing to do."""
+
+
+@dataclass(frozen=True)
+class LoginFailure:
+    """What one failed login did: the failures now counted in the window, and the end of the
+    lockout it started (None: no lockout; the time is the gate's clock, the trio run's)."""
+
+    failures: int
+    locked_until: float | None = None
+
+
+class LoginGate(Protocol):
+    """The admin-login guard of the game server (`server.logins.Logins`), shared by every
+    place that takes the admin password: the TCP admin port and the web viewer's login. An
+    address that fails loginFailures times within loginFailureWindow seconds on either is
+    locked out of both for loginLockout seconds. Ask `check` before looking at a password;
+    report the outcome with `fail` or `succeed`. The calls return at once and may come from
+    any thread."""
+
+    def check(self, address: str) -> float:
+        """0 when `address` may try a password now; else the seconds its lockout still runs
+        (refuse without comparing the password)."""
+        ...
+
+    def fail(self, address: str) -> LoginFailure:
+        """A wrong password from `address`."""
+        ...
+
+    def succeed(self, address: str) -> None:
+        """The right password from `address`: its failures are forgotten."""
+        ...
+
+
+@runtime_checkable
+class GuardsLogins(Protocol):
+    """A companion that takes the admin password itself (the web viewer's login): the game
+    server hands it its own `LoginGate` before `run`, so both share one lockout."""
+
+    def use_login_gate(self, gate: LoginGate) -> None:
+        """Check every login against `gate` from now on."""
+        ...
 
 
 class Companion(Protocol):

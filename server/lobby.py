@@ -1,38 +1,26 @@
-"""The lobby: every room, slot, reservation, admin and observer, and the turn/pause/step/timeout
-state machine of each game (docs/protocol.md §4, §5, §6).
+"""The lobby: every room, slot, reservation, admin and observer (docs/protocol.md §4, §5, §6).
 
-Everything here is synchronous and runs on the trio thread, so each handler is atomic: no other
-packet or timer can interleave with it. The lobby reaches clients only through `Peer`
-(`send`, `close`), which lets the tests drive it with fakes. It only decides: recording a
-finished game (results log, replay) is the `Recorder`'s, whose blocking I/O runs in a worker
-thread after the game ends and before the room is removed.
+A dispatcher: `Lobby.handle` matches each packet to one handler: joining (rooms, slots,
+reservations, admission limits), admin requests, and the moves, pauses, steps and cancels it
+hands to the room's game (`server.game`, every transition of a room under its rule). Logins are
+counted and locked out by `server.logins`; the lobby delays the answer to a failed one (a timer)
+and keeps the connection's later requests in order behind it. Everything runs on the trio
+thread, so each handler is atomic. The lobby reaches clients only through `Peer` (tests drive
+it with fakes) and only decides: recording a finished game is the `Recorder`'s.
 """
 
 from __future__ import annotations
 
-import enum
 import hmac
 import itertools
 import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Protocol
 
 import structlog
 import trio
 
-from engine import (
-    GameState,
-    InvalidMoveError,
-    Move,
-    PlayerEntry,
-    Team,
-    Violation,
-    ViolationKind,
-    game_result,
-)
+from engine import GameState, Team
 from protocol.events import (
     GAME_TYPE,
     Authenticate,
@@ -50,195 +38,28 @@ from protocol.events import (
     StepRequest,
     kotlin_str,
 )
-from protocol.messages import (
-    ErrorPacket,
-    Joined,
-    JoinedGameRoom,
-    Left,
-    Memento,
-    MoveRequest,
-    Observed,
-    Paused,
-    Prepared,
-    ResultMessage,
-    RoomError,
-    ServerMessage,
-    WelcomeMessage,
-)
+from protocol.messages import ErrorPacket, Joined, JoinedGameRoom, Observed, Prepared
+from server import errors
 from server.config import Settings
-from server.feed import NoFeed, ObserverFeed, RoomPlayer
+from server.errors import ClientError
+from server.feed import NoFeed, ObserverFeed
+from server.game import MAX_SLOTS, Peer, RoomStatus, Slot, Table
+from server.game import DisconnectCause as DisconnectCause  # re-exported: known from here
+from server.game import Room as Room
+from server.game import wall_clock_reason as wall_clock_reason
 from server.limits import Episode
+from server.logins import Logins
 from server.recorder import FinishedGame, Recorder
-from server.timers import Timer, Timers
+from server.timers import Timers
 
 log = structlog.get_logger("server.lobby")
 
-MAX_SLOTS = 2
-
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"
-
-
-class DisconnectCause(enum.StrEnum):
-    """Why a connection ended: the official server's DisconnectCause names (§6.4), which a
-    LEFT violation carries as its detail (a StrEnum, so it is that text wherever a str goes)."""
-
-    RECEIVED_DISCONNECT = "RECEIVED_DISCONNECT"  # the client said <close/>
-    LOST_CONNECTION = "LOST_CONNECTION"  # the stream ended, broke, or the client stopped reading
-    PROTOCOL_ERROR = "PROTOCOL_ERROR"  # the client sent what the protocol does not allow
-    NOT_CONNECTED = "NOT_CONNECTED"  # a slot nobody ever joined
-    TIMEOUT = "TIMEOUT"  # idle, or a deadline of the connection passed
-    UNKNOWN = "UNKNOWN"  # a bug of ours: it costs only this connection
-    INITIATED_DISCONNECT = "INITIATED_DISCONNECT"  # the server closed it (shutdown)
-
-
-# Official exception class names: the errorpacket message is Throwable.toString() (§3.9).
-_ROOM_EXCEPTION = "sc.api.plugins.exceptions.GameRoomException"
-_GAME_EXCEPTION = "sc.api.plugins.exceptions.GameException"
-_RESERVATION_EXCEPTION = "sc.server.gaming.UnknownReservationException"
-_AUTH_FAILED = "sc.server.network.AuthenticationFailedException"
-_UNAUTHENTICATED = "sc.server.network.UnauthenticatedException"
-_RESCUABLE = "sc.api.plugins.exceptions.RescuableClientException"
-_PLUGIN_LOADER = "sc.server.plugins.PluginLoaderException"
-_TOO_MANY_PLAYERS = "sc.api.plugins.exceptions.TooManyPlayersException"
 
 # server/healthcheck.py asks to join a room with this prefix: answered, logged at debug only.
 HEALTHCHECK_ROOM_PREFIX = "healthcheck-"
-# Addresses with recent failed admin logins that are remembered at most (older ones are
-# forgotten first), so a client with many addresses cannot grow the table without bound.
-MAX_LOGIN_RECORDS = 4096
 # Requests one connection may pipeline behind a delayed failed-login answer; more closes it.
 MAX_HELD_PACKETS = 1000
-
-
-class Peer(Protocol):
-    """What the lobby needs from a client connection. Both calls return at once."""
-
-    @property
-    def name(self) -> str:
-        """Short identification for logs (address and a connection number)."""
-        ...
-
-    def send(self, message: ServerMessage, on_sent: Callable[[float], None] | None = None) -> None:
-        """Queue `message`; `on_sent(trio time)` runs once its bytes were handed to the socket.
-        Never blocks and never raises: a peer that cannot keep up disconnects itself."""
-        ...
-
-    def close(self) -> None:
-        """Write what is queued, end the stream and close (server shutdown)."""
-        ...
-
-
-class ClientError(Exception):
-    """A request the official server refuses with an errorpacket; the connection stays open.
-    `quiet` refusals are logged at debug: they are counted and logged once per episode
-    elsewhere (a limit), or expected (the health probe)."""
-
-    def __init__(self, message: str, *, quiet: bool = False) -> None:
-        super().__init__(message)
-        self.quiet = quiet
-
-
-class RoomStatus(enum.Enum):
-    """A room's life: waiting for players, playing, over (being recorded, then removed)."""
-
-    CREATED = "created"
-    ACTIVE = "active"
-    OVER = "over"
-
-
-@dataclass(eq=False)
-class Slot:
-    """One player's place in a room: its team, descriptor, connection and first violation."""
-
-    team: Team
-    display_name: str = ""
-    can_timeout: bool = True
-    reserved: bool = False
-    peer: Peer | None = None
-    connected: bool = False
-    violation: Violation | None = None
-    filled: int = 0  # when a connection took the slot (lobby-wide order)
-
-    @property
-    def free(self) -> bool:
-        """Joinable by <join>/<joinRoom>: empty and not kept for a reservation."""
-        return self.peer is None and not self.reserved
-
-    def violate(self, violation: Violation) -> None:
-        """Charge `violation`; only the first one counts (official Player.violation)."""
-        if self.violation is None:
-            self.violation = violation
-
-    def java_repr(self) -> str:
-        """Player.toString() of the official server, for its messages: TEAM(displayName)."""
-        return f"{self.team.name}({self.display_name})"
-
-
-@dataclass(eq=False)
-class PendingRequest:
-    """A moveRequest waiting for its move; times on trio's clock."""
-
-    slot: Slot
-    requested_at: float
-    sent_at: float | None = None
-    timer: Timer | None = None
-
-    def mark_sent(self, when: float) -> None:
-        """The request left the server at `when`: the bot's clock starts then."""
-        self.sent_at = when
-
-    @property
-    def started_at(self) -> float:
-        """When the bot's clock started: when the request left the server, not when it was
-        queued (the server's own delay is never charged to the bot)."""
-        return self.sent_at if self.sent_at is not None else self.requested_at
-
-
-@dataclass(eq=False)
-class Room:
-    """One game room: its state, slots, observers, pending request, timers and the record
-    of the game so far."""
-
-    id: str
-    state: GameState
-    prepared: bool
-    paused: bool
-    slots: list[Slot] = field(default_factory=list)
-    observers: dict[Peer, None] = field(default_factory=dict)  # ordered set
-    status: RoomStatus = RoomStatus.CREATED
-    pending: PendingRequest | None = None
-    timer: Timer | None = None  # reservation expiry before the start, wall clock after it
-    created: datetime = field(default_factory=lambda: datetime.now(UTC))
-    started: datetime | None = None
-    moves: list[tuple[int, int, str]] = field(default_factory=list)
-    move_ms: list[float] = field(default_factory=list)
-    replay: list[Memento | RoomError | ResultMessage] | None = None
-    reservations: list[str] = field(default_factory=list)
-
-    @property
-    def joinable(self) -> bool:
-        """A `<join>` may take a place here: not started, with a free or missing slot."""
-        return self.status is RoomStatus.CREATED and (
-            len(self.slots) < MAX_SLOTS or any(slot.free for slot in self.slots)
-        )
-
-    @property
-    def ready(self) -> bool:
-        """Both slots are filled: the game can start."""
-        return len(self.slots) == MAX_SLOTS and all(slot.peer is not None for slot in self.slots)
-
-    def slot_of(self, peer: Peer) -> Slot | None:
-        """The slot `peer` plays in; the first one when it holds both (official
-        resolvePlayer)."""
-        for slot in self.slots:
-            if slot.peer is peer:
-                return slot
-        return None
-
-    def record(self, packet: Memento | RoomError | ResultMessage) -> None:
-        """Keep `packet` for the replay (if this room keeps one)."""
-        if self.replay is not None:
-            self.replay.append(packet)
 
 
 @dataclass(eq=False)
@@ -255,23 +76,15 @@ class _Member:
     released: trio.Event | None = None  # set when nothing is held any more
 
 
-@dataclass(eq=False)
-class _LoginRecord:
-    """Failed admin logins of one remote address (trio times)."""
-
-    failures: deque[float] = field(default_factory=deque)
-    locked_until: float = -float("inf")
-    refused: int = 0  # during the current lockout
-
-
 class Lobby:
-    """The one state machine of the game server: every room, slot, reservation, admin and
-    observer, and each game's turns, pauses, steps, timeouts and result.
+    """The game server's dispatcher: every room, slot, reservation, admin and observer; each
+    room's game is its `server.game.Room`.
 
     Connections call `connect`, `handle` (one parsed packet, stamped with the time its bytes
     arrived) and `disconnect`; the lobby answers through `Peer.send`. Everything runs on the trio
     thread and each call is atomic. `run()` must be running (timers, recording); `shutdown()`
-    ends every game with an aborted result. Finished games go to the `Recorder`.
+    ends every game with an aborted result. Finished games go to the `Recorder`. `logins` is
+    the admin-login guard; pass one to share it (the web viewer's login, `server.feed.LoginGate`).
     """
 
     def __init__(
@@ -280,12 +93,15 @@ class Lobby:
         *,
         recorder: Recorder | None = None,
         feed: ObserverFeed | None = None,
+        logins: Logins | None = None,
     ) -> None:
         self.settings = settings
         # Sees what observers see (server/feed.py): an in-process watcher, e.g. the web viewer.
         self.feed: ObserverFeed = feed if feed is not None else NoFeed()
         self.recorder = recorder if recorder is not None else Recorder.from_settings(settings)
         self.timers = Timers()
+        self.logins = logins if logins is not None else Logins.from_settings(settings, run_clock())
+        self.table = Table(settings, self.timers, self.feed, self._game_over)
         self.rooms: dict[str, Room] = {}
         self._joinable: dict[str, Room] = {}  # rooms <join> may enter, oldest first
         self._reservations: dict[str, tuple[Room, Slot]] = {}
@@ -296,26 +112,10 @@ class Lobby:
         self._rooms_closed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._shutting_down = False
-        self._soft_seconds = f"{settings.soft_timeout:g}"
-        self._logins: dict[str, _LoginRecord] = {}
         self._room_limit = Episode("room limit reached: refusing new rooms", cap=settings.max_rooms)
         self._prepared_limit = Episode(
             "prepared room limit reached: refusing <prepare>", cap=settings.max_prepared_rooms
         )
-        self._handlers: dict[type, Callable[[Peer, _Member, object, float], None]] = {
-            MovePacket: self._on_move,  # type: ignore[dict-item]
-            Join: self._on_join,  # type: ignore[dict-item]
-            JoinPrepared: self._on_join_prepared,  # type: ignore[dict-item]
-            JoinRoom: self._on_join_room,  # type: ignore[dict-item]
-            Authenticate: self._on_authenticate,  # type: ignore[dict-item]
-            Prepare: self._on_prepare,  # type: ignore[dict-item]
-            Observe: self._on_observe,  # type: ignore[dict-item]
-            PauseRequest: self._on_pause,  # type: ignore[dict-item]
-            StepRequest: self._on_step,  # type: ignore[dict-item]
-            CancelRequest: self._on_cancel,  # type: ignore[dict-item]
-            RoomDataPacket: self._on_room_data,  # type: ignore[dict-item]
-            ResponsePacket: self._on_response_packet,  # type: ignore[dict-item]
-        }
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -332,7 +132,7 @@ class Lobby:
         them are persisted and removed. New joins are refused from now on."""
         self._shutting_down = True
         for room in list(self.rooms.values()):
-            self._finish(room, aborted=reason, end="shutdown")
+            room.finish(aborted=reason, end="shutdown")
         await self.wait_rooms_closed()
 
     async def wait_rooms_closed(self) -> None:
@@ -362,20 +162,7 @@ class Lobby:
         for room in member.observing:
             room.observers.pop(peer, None)
         for room in member.rooms:
-            if room.status is RoomStatus.OVER:
-                continue
-            mine = [slot for slot in room.slots if slot.peer is peer]
-            if not mine:
-                continue
-            for slot in mine:
-                slot.connected = False
-            # Officially each filled slot listens to the connection, in fill order; the first
-            # one's removePlayer ends the game, so only that player is the leaver (matters when
-            # one connection holds both slots).
-            min(mine, key=lambda slot: slot.filled).violate(Violation(ViolationKind.LEFT, cause))
-            # Official removePlayer → cancel(): slots nobody joined count as NOT_CONNECTED,
-            # so a never-joined player cannot win a prepared room its opponent left.
-            self._cancel(room)
+            room.player_left(peer, cause)
 
     def is_busy(self, peer: Peer) -> bool:
         """Admin, player or observer: such a connection is never closed for being idle."""
@@ -400,22 +187,128 @@ class Lobby:
                 return
             member.held.append((packet, received_at))
             return
-        handler = self._handlers.get(type(packet))
         try:
-            if handler is None:
-                raise ClientError(f"{_RESCUABLE}: Unhandled Packet: {packet.java_repr()}")
-            handler(peer, member, packet, received_at)
+            self._dispatch(peer, member, packet, received_at)
         except ClientError as error:
             (log.debug if error.quiet else log.info)(
                 "request refused", peer=peer.name, error=str(error)
             )
             peer.send(ErrorPacket(str(error), packet))
 
+    def _dispatch(self, peer: Peer, member: _Member, packet: ClientPacket, now: float) -> None:
+        match packet:
+            case MovePacket():
+                self._on_move(peer, packet, now)
+            case Join():
+                self._on_join(peer, member, packet)
+            case JoinPrepared():
+                self._on_join_prepared(peer, member, packet)
+            case JoinRoom():
+                self._on_join_room(peer, member, packet)
+            case Authenticate():
+                self._on_authenticate(peer, member, packet)
+            case Prepare():
+                self._on_prepare(peer, member, packet)
+            case Observe():
+                self._on_observe(peer, member, packet)
+            case PauseRequest():
+                self._require_admin(member, packet)
+                self._room(packet.room_id).pause(packet.pause)
+            case StepRequest():
+                self._on_step(member, packet)
+            case CancelRequest():
+                self._on_cancel(peer, member, packet)
+            case RoomDataPacket():
+                self._room(packet.room_id)
+                raise ClientError(
+                    f"{errors.ROOM_EXCEPTION}: Received non-move packet: {packet.java_repr()}"
+                )
+            case ResponsePacket():
+                raise ClientError(
+                    f"{errors.RESCUABLE}: Unhandled Packet of type: class {packet.java_class}"
+                )
+            case _:
+                raise ClientError(f"{errors.RESCUABLE}: Unhandled Packet: {packet.java_repr()}")
+
+    def _room(self, room_id: str | None) -> Room:
+        room = self.rooms.get(room_id) if room_id is not None else None
+        if room is None:
+            raise ClientError(
+                f"{errors.ROOM_EXCEPTION}: Couldn't find a room with id {kotlin_str(room_id)}"
+            )
+        return room
+
+    # ------------------------------------------------------------------ the game
+
+    def _on_move(self, peer: Peer, packet: MovePacket, received_at: float) -> None:
+        room = self._room(packet.room_id)
+        if room.status is RoomStatus.OVER:
+            raise ClientError(
+                f"{errors.GAME_EXCEPTION}: Game is already over, but got {packet.move}"
+            )
+        slot = room.slot_of(peer)
+        if slot is None:
+            raise ClientError(f"{errors.ROOM_EXCEPTION}: Client is not a member of game {room.id}")
+        room.move(slot, packet.move, received_at)
+
+    def _on_step(self, member: _Member, packet: StepRequest) -> None:
+        self._require_admin(member, packet)
+        room = self._room(packet.room_id)
+        room.step(packet.forced)
+        if not room.joinable:
+            self._joinable.pop(room.id, None)
+
+    def _on_cancel(self, peer: Peer, member: _Member, packet: CancelRequest) -> None:
+        self._require_admin(member, packet)
+        if packet.room_id is None:
+            raise ClientError(f"{errors.ROOM_EXCEPTION}: <cancel> needs a roomId")
+        room = self._room(packet.room_id)
+        if room.status is not RoomStatus.OVER:
+            log.info("cancel", room=room.id, peer=peer.name)
+            room.cancel()
+
+    def _game_over(self, room: Room, game: FinishedGame) -> None:
+        """A room's game ended (its result is sent): forget its joins and reservations, record
+        it, then <left> and removal."""
+        self._joinable.pop(room.id, None)
+        for code in room.reservations:
+            self._reservations.pop(code, None)
+        room.reservations.clear()
+        self._closing_rooms += 1
+        if self._rooms_closed.is_set():
+            self._rooms_closed = trio.Event()
+        if self._nursery is None:
+            raise RuntimeError("Lobby.run() is not running")
+        self._nursery.start_soon(self._close_room, room, game)
+
+    async def _close_room(self, room: Room, game: FinishedGame) -> None:
+        """Record the game (durably), then <left> and removal."""
+        try:
+            await self.recorder.record(game)
+        finally:
+            self._remove(room)
+            self._closing_rooms -= 1
+            if not self._closing_rooms:
+                self._rooms_closed.set()
+
+    def _remove(self, room: Room) -> None:
+        room.send_left()
+        self.rooms.pop(room.id, None)
+        for slot in room.slots:
+            if slot.peer is not None:
+                member = self._members.get(slot.peer)
+                if member is not None and room in member.rooms:
+                    member.rooms.remove(room)
+        for observer in room.observers:
+            member = self._members.get(observer)
+            if member is not None and room in member.observing:
+                member.observing.remove(room)
+
     # ------------------------------------------------------------------ joining
 
-    def _on_join(self, peer: Peer, member: _Member, packet: Join, now: float) -> None:
+    def _on_join(self, peer: Peer, member: _Member, packet: Join) -> None:
         if packet.game_type is not None and packet.game_type != GAME_TYPE:
-            raise ClientError(_unknown_game_type(packet.game_type))
+            raise ClientError(errors.unknown_game_type(packet.game_type))
         self._refuse_when_shutting_down()
         room = next(iter(self._joinable.values()), None)
         if room is None or room not in member.rooms:
@@ -435,34 +328,33 @@ class Lobby:
         for admin in self._admins:
             admin.send(joined_game_room)
 
-    def _on_join_prepared(
-        self, peer: Peer, member: _Member, packet: JoinPrepared, now: float
-    ) -> None:
-        code = packet.reservation_code
-        found = self._reservations.get(code) if code is not None else None
+    def _on_join_prepared(self, peer: Peer, member: _Member, packet: JoinPrepared) -> None:
+        code = packet.reservation_code or ""  # never a code: they are UUIDs
+        found = self._reservations.get(code)
         if found is None:
             raise ClientError(
-                f"{_RESERVATION_EXCEPTION}: Couldn't find a reservation for the provided token."
+                f"{errors.RESERVATION_EXCEPTION}: "
+                "Couldn't find a reservation for the provided token."
             )
         room, slot = found
         if room not in member.rooms:
             self._check_rooms_per_connection(peer, member)
-        del self._reservations[code]  # type: ignore[arg-type]
-        room.reservations.remove(code)  # type: ignore[arg-type]
+        del self._reservations[code]
+        room.reservations.remove(code)
         self._fill(room, slot, peer, member)
 
-    def _on_join_room(self, peer: Peer, member: _Member, packet: JoinRoom, now: float) -> None:
+    def _on_join_room(self, peer: Peer, member: _Member, packet: JoinRoom) -> None:
         room_id = packet.room_id
         if room_id is not None and room_id.startswith(HEALTHCHECK_ROOM_PREFIX):
             member.probe = True
             if room_id not in self.rooms:
                 raise ClientError(
-                    f"{_ROOM_EXCEPTION}: Couldn't find a room with id {room_id}", quiet=True
+                    f"{errors.ROOM_EXCEPTION}: Couldn't find a room with id {room_id}", quiet=True
                 )
         room = self._room(room_id)
         slot = self._free_slot(room) if room.status is RoomStatus.CREATED else None
         if slot is None:
-            raise ClientError(f"{_ROOM_EXCEPTION}: Room {room.id} is already full!")
+            raise ClientError(f"{errors.ROOM_EXCEPTION}: Room {room.id} is already full!")
         if room not in member.rooms:
             self._check_rooms_per_connection(peer, member)
         self._fill(room, slot, peer, member)
@@ -487,9 +379,9 @@ class Lobby:
             self._joinable.pop(room.id, None)
         peer.send(Joined(room.id))
         log.info("joined", room=room.id, peer=peer.name, team=slot.team.name)
-        self._feed_players(room)
+        room.feed_players()
         if room.ready:
-            self._start(room)
+            room.start()
 
     def _check_rooms_per_connection(self, peer: Peer, member: _Member) -> None:
         """Refuse a connection that would be in more than maxRoomsPerConnection rooms (rooms
@@ -507,7 +399,7 @@ class Lobby:
             )
         member.room_quota.hit()
         raise ClientError(
-            f"{_ROOM_EXCEPTION}: This connection is already in {len(member.rooms)} rooms, "
+            f"{errors.ROOM_EXCEPTION}: This connection is already in {len(member.rooms)} rooms, "
             f"the server allows {cap} at once",
             quiet=True,
         )
@@ -518,7 +410,7 @@ class Lobby:
         if len(self.rooms) >= self.settings.max_rooms:
             self._room_limit.hit()
             raise ClientError(
-                f"{_ROOM_EXCEPTION}: The server has {len(self.rooms)} open rooms, "
+                f"{errors.ROOM_EXCEPTION}: The server has {len(self.rooms)} open rooms, "
                 f"its limit; try again later",
                 quiet=True,
             )
@@ -531,8 +423,8 @@ class Lobby:
             if waiting >= self.settings.max_prepared_rooms:
                 self._prepared_limit.hit()
                 raise ClientError(
-                    f"{_ROOM_EXCEPTION}: The server has {waiting} prepared rooms that have not "
-                    f"started, its limit; try again later",
+                    f"{errors.ROOM_EXCEPTION}: The server has {waiting} prepared rooms "
+                    "that have not started, its limit; try again later",
                     quiet=True,
                 )
             self._prepared_limit.relieved()
@@ -545,6 +437,7 @@ class Lobby:
             state=state,
             prepared=prepared,
             paused=paused,
+            table=self.table,
             replay=[] if self.settings.save_replay else None,
         )
         self.rooms[room.id] = room
@@ -555,23 +448,19 @@ class Lobby:
 
     def _refuse_when_shutting_down(self) -> None:
         if self._shutting_down:
-            raise ClientError(f"{_ROOM_EXCEPTION}: The server is shutting down")
+            raise ClientError(f"{errors.ROOM_EXCEPTION}: The server is shutting down")
 
     # ------------------------------------------------------------------ admin
 
-    def _on_authenticate(
-        self, peer: Peer, member: _Member, packet: Authenticate, now: float
-    ) -> None:
+    def _on_authenticate(self, peer: Peer, member: _Member, packet: Authenticate) -> None:
         address = _address_of(peer)
-        record = self._logins.get(address)
-        if record is not None and record.locked_until > now:
+        remaining = self.logins.check(address)
+        if remaining > 0:
             # Refused without looking at the password: guessing gains nothing here.
-            record.refused += 1
             log.debug("admin login refused: address locked out", peer=peer.name)
-            remaining = record.locked_until - now
             peer.send(
                 ErrorPacket(
-                    f"{_AUTH_FAILED}: Too many failed logins from {address}; "
+                    f"{errors.AUTH_FAILED}: Too many failed logins from {address}; "
                     f"try again in {remaining:.0f} s",
                     packet,
                 )
@@ -585,42 +474,33 @@ class Lobby:
             and given is not None
             and hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
         ):
+            self.logins.succeed(address)
             member.admin = True
             self._admins[peer] = None
             log.info("admin authenticated", peer=peer.name)
             return
-        self._login_failed(peer, member, address, packet, now)
+        self._login_failed(peer, member, address, packet)
 
     def _login_failed(
-        self, peer: Peer, member: _Member, address: str, packet: Authenticate, now: float
+        self, peer: Peer, member: _Member, address: str, packet: Authenticate
     ) -> None:
-        """Count the failure of `address`; lock it out after loginFailures within the window.
+        """Count the failure of `address` (a lockout after loginFailures within the window).
         The answer comes after loginFailureDelay (a timer: the lobby is not blocked)."""
-        record = self._logins.pop(address, None) or _LoginRecord()
-        self._logins[address] = record  # most recent last: the oldest are forgotten first
-        if len(self._logins) > MAX_LOGIN_RECORDS:
-            self._forget_logins(now)
-        failures = record.failures
-        window = self.settings.login_failure_window
-        while failures and failures[0] <= now - window:
-            failures.popleft()
-        failures.append(now)
-        lockout = self.settings.login_lockout
-        if lockout > 0 and len(failures) >= self.settings.login_failures:
-            failures.clear()
-            record.locked_until = now + lockout
-            record.refused = 0
+        failure = self.logins.fail(address)
+        if failure.locked_until is not None:
             log.warning(
                 "admin login locked out: too many failures",
                 address=address,
-                failures=self.settings.login_failures,
-                window_seconds=window,
-                seconds=lockout,
+                failures=failure.failures,
+                window_seconds=self.logins.window,
+                seconds=self.logins.lockout,
             )
-            self.timers.call_at(record.locked_until, lambda: self._lockout_over(address, record))
+            self.timers.call_at(failure.locked_until, lambda: self._lockout_over(address))
         else:
-            log.info("admin login failed", peer=peer.name, failures=len(failures))
-        error = ErrorPacket(f"{_AUTH_FAILED}: Failed to authenticate as administrator", packet)
+            log.info("admin login failed", peer=peer.name, failures=failure.failures)
+        error = ErrorPacket(
+            f"{errors.AUTH_FAILED}: Failed to authenticate as administrator", packet
+        )
         delay = self.settings.login_failure_delay
         if delay > 0:
             member.held = []
@@ -653,39 +533,26 @@ class Lobby:
             await member.released.wait()
             member = self._members.get(peer)
 
-    def _lockout_over(self, address: str, record: _LoginRecord) -> None:
-        if record.locked_until > trio.current_time():
-            return  # locked out again meanwhile: that lockout's own timer reports it
-        log.info("admin login lockout over", address=address, refused=record.refused)
-        if self._logins.get(address) is record and not record.failures:
-            del self._logins[address]
-
-    def _forget_logins(self, now: float) -> None:
-        """Drop records that no longer matter; if still too many, the oldest."""
-        window = self.settings.login_failure_window
-        for address, record in list(self._logins.items()):
-            if record.locked_until <= now and (
-                not record.failures or record.failures[-1] <= now - window
-            ):
-                del self._logins[address]
-        while len(self._logins) > MAX_LOGIN_RECORDS:
-            del self._logins[next(iter(self._logins))]
+    def _lockout_over(self, address: str) -> None:
+        refused = self.logins.lockout_over(address)
+        if refused is not None:  # else locked out again meanwhile: that lockout's timer reports
+            log.info("admin login lockout over", address=address, refused=refused)
 
     def _require_admin(self, member: _Member, packet: ClientPacket) -> None:
         if not member.admin:
             raise ClientError(
-                f"{_UNAUTHENTICATED}: Request {packet.java_repr()} requires authentication"
+                f"{errors.UNAUTHENTICATED}: Request {packet.java_repr()} requires authentication"
             )
 
-    def _on_prepare(self, peer: Peer, member: _Member, packet: Prepare, now: float) -> None:
+    def _on_prepare(self, peer: Peer, member: _Member, packet: Prepare) -> None:
         self._require_admin(member, packet)
         if packet.game_type is not None and packet.game_type != GAME_TYPE:
-            raise ClientError(_unknown_game_type(packet.game_type))
+            raise ClientError(errors.unknown_game_type(packet.game_type))
         if not packet.slots:
-            raise ClientError(f"{_ROOM_EXCEPTION}: A prepared game needs at least one <slot>")
+            raise ClientError(f"{errors.ROOM_EXCEPTION}: A prepared game needs at least one <slot>")
         if len(packet.slots) > MAX_SLOTS:
             raise ClientError(
-                f"{_TOO_MANY_PLAYERS}: A game has at most {MAX_SLOTS} slots, "
+                f"{errors.TOO_MANY_PLAYERS}: A game has at most {MAX_SLOTS} slots, "
                 f"got {len(packet.slots)}"
             )
         self._refuse_when_shutting_down()
@@ -700,347 +567,19 @@ class Lobby:
                 room.reservations.append(code)
         if not room.joinable:
             self._joinable.pop(room.id, None)
-        self._feed_players(room)
+        room.feed_players()
         ttl = self.settings.reservation_ttl
         if ttl > 0:
-            room.timer = self.timers.call_later(ttl, lambda: self._expire(room))
+            room.timer = self.timers.call_later(ttl, room.expire)
         peer.send(Prepared(room.id, tuple(room.reservations)))
 
-    def _on_observe(self, peer: Peer, member: _Member, packet: Observe, now: float) -> None:
+    def _on_observe(self, peer: Peer, member: _Member, packet: Observe) -> None:
         self._require_admin(member, packet)
         room = self._room(packet.room_id)
         if peer not in room.observers:
             room.observers[peer] = None
             member.observing.append(room)
         peer.send(Observed(room.id))
-
-    def _on_pause(self, peer: Peer, member: _Member, packet: PauseRequest, now: float) -> None:
-        self._require_admin(member, packet)
-        room = self._room(packet.room_id)
-        if room.status is RoomStatus.OVER or room.paused == packet.pause:
-            log.info("pause ignored", room=room.id, pause=packet.pause)
-            return
-        room.paused = packet.pause
-        self._to_observers(room, Paused(room.id, packet.pause))
-        log.info("pause", room=room.id, pause=packet.pause)
-        # Unpausing while no move is requested continues the game at once (§4.2/§4.3);
-        # pausing takes effect after the pending move.
-        if not packet.pause and room.status is RoomStatus.ACTIVE and room.pending is None:
-            self._step(room)
-
-    def _on_step(self, peer: Peer, member: _Member, packet: StepRequest, now: float) -> None:
-        self._require_admin(member, packet)
-        room = self._room(packet.room_id)
-        if room.status is RoomStatus.CREATED:
-            if not packet.forced:
-                log.info("step ignored: game not started and step not forced", room=room.id)
-            elif room.ready:
-                self._start(room)
-            else:
-                self._cancel(room)
-        elif room.status is RoomStatus.ACTIVE:
-            if room.paused:
-                self._step(room)
-            else:
-                log.info("step ignored: game not paused", room=room.id)
-
-    def _on_cancel(self, peer: Peer, member: _Member, packet: CancelRequest, now: float) -> None:
-        self._require_admin(member, packet)
-        if packet.room_id is None:
-            raise ClientError(f"{_ROOM_EXCEPTION}: <cancel> needs a roomId")
-        room = self._room(packet.room_id)
-        if room.status is not RoomStatus.OVER:
-            log.info("cancel", room=room.id, peer=peer.name)
-            self._cancel(room)
-
-    # ------------------------------------------------------------------ wrong packets
-
-    def _on_room_data(
-        self, peer: Peer, member: _Member, packet: RoomDataPacket, now: float
-    ) -> None:
-        self._room(packet.room_id)
-        raise ClientError(f"{_ROOM_EXCEPTION}: Received non-move packet: {packet.java_repr()}")
-
-    def _on_response_packet(
-        self, peer: Peer, member: _Member, packet: ResponsePacket, now: float
-    ) -> None:
-        raise ClientError(f"{_RESCUABLE}: Unhandled Packet of type: class {packet.java_class}")
-
-    def _room(self, room_id: str | None) -> Room:
-        room = self.rooms.get(room_id) if room_id is not None else None
-        if room is None:
-            raise ClientError(
-                f"{_ROOM_EXCEPTION}: Couldn't find a room with id {kotlin_str(room_id)}"
-            )
-        return room
-
-    # ------------------------------------------------------------------ the game
-
-    def _start(self, room: Room) -> None:
-        room.status = RoomStatus.ACTIVE
-        room.started = datetime.now(UTC)
-        self._joinable.pop(room.id, None)
-        if room.timer is not None:
-            room.timer.cancel()
-            room.timer = None
-        limit = self.settings.game_wall_clock_limit
-        if limit > 0:
-            room.timer = self.timers.call_later(limit, lambda: self._wall_clock_exceeded(room))
-        log.info(
-            "game started",
-            room=room.id,
-            players=[slot.peer.name for slot in room.slots if slot.peer is not None],
-            paused=room.paused,
-        )
-        for slot in room.slots:
-            if slot.connected and slot.peer is not None:
-                slot.peer.send(WelcomeMessage(room.id, slot.team))
-        self._next(room)
-
-    def _next(self, room: Room) -> None:
-        """Publish the current state; end the game or ask for the next move (AbstractGame.next)."""
-        memento = Memento(room.id, room.state)
-        self._to_observers(room, memento)
-        if not room.paused:
-            self._to_players(room, memento)
-            room.record(memento)
-        if room.state.is_over:
-            self._finish(room)
-        elif not room.paused:
-            self._request_move(room)
-
-    def _step(self, room: Room) -> None:
-        """One step of a paused game: the state to everyone, then a moveRequest."""
-        memento = Memento(room.id, room.state)
-        self._to_observers(room, memento)
-        self._to_players(room, memento)
-        room.record(memento)
-        self._request_move(room)
-
-    def _request_move(self, room: Room) -> None:
-        if room.pending is not None and room.pending.timer is not None:
-            room.pending.timer.cancel()
-        slot = room.slots[room.state.current_team.value]
-        pending = PendingRequest(slot, trio.current_time())
-        room.pending = pending
-        if slot.can_timeout:
-            pending.timer = self.timers.call_later(
-                self.settings.hard_timeout, lambda: self._hard_timeout(room, pending)
-            )
-        if slot.connected and slot.peer is not None:
-            slot.peer.send(MoveRequest(room.id), pending.mark_sent)
-
-    def _hard_timeout(self, room: Room, pending: PendingRequest) -> None:
-        if room.pending is not pending or room.status is not RoomStatus.ACTIVE:
-            return
-        due = pending.started_at + self.settings.hard_timeout
-        if due > trio.current_time():
-            # The request left the server later than it was queued: the bot gets its full time.
-            pending.timer = self.timers.call_at(due, lambda: self._hard_timeout(room, pending))
-            return
-        room.pending = None
-        log.info("hard timeout", room=room.id, team=pending.slot.team.name)
-        # The official text names the soft limit here too (§5.6); kept for compatibility.
-        pending.slot.violate(Violation(ViolationKind.HARD_TIMEOUT, self._soft_seconds))
-        self._finish(room)
-
-    def _on_move(self, peer: Peer, member: _Member, packet: MovePacket, received_at: float) -> None:
-        room = self._room(packet.room_id)
-        move = packet.move
-        if room.status is RoomStatus.OVER:
-            raise ClientError(f"{_GAME_EXCEPTION}: Game is already over, but got {move}")
-        slot = room.slot_of(peer)
-        if slot is None:
-            raise ClientError(f"{_ROOM_EXCEPTION}: Client is not a member of game {room.id}")
-        pending = room.pending
-        # Official onAction checks the turn first, whatever the room's status: also before the
-        # start and while paused (§5.3 step 2). A team without a slot yet (a <join> room
-        # started from an odd turn) cannot be "expected"; that move is simply not requested.
-        team = room.state.current_team
-        if slot.team is not team and team.value < len(room.slots):
-            active = room.slots[team.value]
-            self._process_violation(
-                room,
-                slot,
-                move,
-                f"It's not your turn yet; expected: {active.java_repr()}, "
-                f"got {slot.java_repr()} (msg was {move}).",
-            )
-            return
-        if pending is None or pending.slot is not slot:
-            self._process_violation(
-                room, slot, move, f"Move from {slot.java_repr()} has not been requested."
-            )
-            return
-        room.pending = None
-        if pending.timer is not None:
-            pending.timer.cancel()
-        # A move that arrives before its request was seen leaving (the writer task had not
-        # resumed yet) was answered at once: the request had just left.
-        sent_at = pending.sent_at
-        elapsed = 0.0 if sent_at is None else max(0.0, received_at - sent_at)
-        if slot.can_timeout and elapsed > self.settings.soft_timeout:
-            # Official: the late move is not applied and nobody gets an error message.
-            log.info("soft timeout", room=room.id, team=slot.team.name, ms=round(elapsed * 1000, 3))
-            slot.violate(Violation(ViolationKind.SOFT_TIMEOUT, self._soft_seconds))
-            self._finish(room)
-            return
-        try:
-            room.state = room.state.apply(move)
-        except InvalidMoveError as error:
-            self._rule_violation(room, slot, move, error)
-            return
-        ms = round(elapsed * 1000, 3)
-        room.moves.append((move.x, move.y, move.direction.name))
-        room.move_ms.append(ms)
-        log.info("move", room=room.id, team=slot.team.name, move=str(move), ms=ms)
-        self._next(room)
-
-    def _process_violation(self, room: Room, slot: Slot, move: Move, message: str) -> None:
-        log.info("process violation", room=room.id, team=slot.team.name, error=message)
-        slot.violate(Violation(ViolationKind.PROCESS_VIOLATION, message))
-        if slot.connected and slot.peer is not None:
-            slot.peer.send(RoomError(room.id, message, move))
-        # Official GameRoom.onEvent calls cancel(): slots nobody joined count as NOT_CONNECTED.
-        self._cancel(room)
-
-    def _rule_violation(self, room: Room, slot: Slot, move: Move, error: InvalidMoveError) -> None:
-        log.info("rule violation", room=room.id, team=slot.team.name, error=str(error))
-        slot.violate(Violation(ViolationKind.RULE_VIOLATION, str(error)))
-        message = f"Ungueltiger Zug von '{slot.display_name}'.\n{error.official_repr()}"
-        room_error = RoomError(room.id, message, move)
-        if slot.connected and slot.peer is not None:
-            slot.peer.send(room_error)
-        self._to_observers(room, room_error)
-        room.record(room_error)
-        self._cancel(room)
-
-    # ------------------------------------------------------------------ ends
-
-    def _cancel(self, room: Room) -> None:
-        """Official GameRoom.cancel: empty slots count as never connected (§5.9)."""
-        for slot in room.slots:
-            if slot.peer is None:
-                slot.violate(Violation(ViolationKind.LEFT, DisconnectCause.NOT_CONNECTED))
-        self._finish(room)
-
-    def _expire(self, room: Room) -> None:
-        if room.status is RoomStatus.CREATED:
-            log.info("prepared room expired", room=room.id)
-            room.timer = None
-            for slot in room.slots:
-                if slot.peer is None:
-                    slot.violate(Violation(ViolationKind.LEFT, DisconnectCause.NOT_CONNECTED))
-            self._finish(room, end="expired")
-
-    def _wall_clock_exceeded(self, room: Room) -> None:
-        if room.status is not RoomStatus.OVER:
-            room.timer = None
-            limit = self.settings.game_wall_clock_limit
-            log.info("game wall-clock limit reached", room=room.id, seconds=limit)
-            self._finish(
-                room,
-                aborted=wall_clock_reason(limit),
-                end="wall_clock",
-            )
-
-    def _finish(self, room: Room, *, aborted: str | None = None, end: str = "over") -> None:
-        """End the game: result to everyone now; record it, then <left> and removal (after
-        the results log has it)."""
-        if room.status is RoomStatus.OVER:
-            return
-        room.status = RoomStatus.OVER
-        self._joinable.pop(room.id, None)
-        for code in room.reservations:
-            self._reservations.pop(code, None)
-        room.reservations.clear()
-        if room.pending is not None and room.pending.timer is not None:
-            room.pending.timer.cancel()
-        room.pending = None
-        if room.timer is not None:
-            room.timer.cancel()
-            room.timer = None
-        finished = datetime.now(UTC)
-        players = [PlayerEntry(slot.team, slot.display_name, slot.violation) for slot in room.slots]
-        result = game_result(room.state, players, aborted=aborted)
-        message = ResultMessage(room.id, result)
-        room.record(message)
-        self._to_players(room, message)
-        self._to_observers(room, message)
-        log.info(
-            "game over",
-            room=room.id,
-            end=end,
-            winner=result.winner.name if result.winner is not None else None,
-            regular=result.regular,
-            reason=result.reason,
-            scores=[score for _, score in result.scores],
-        )
-        self._closing_rooms += 1
-        if self._rooms_closed.is_set():
-            self._rooms_closed = trio.Event()
-        if self._nursery is None:
-            raise RuntimeError("Lobby.run() is not running")
-        game = FinishedGame(
-            room_id=room.id,
-            names=tuple(slot.display_name for slot in room.slots),
-            result=result,
-            created=room.created,
-            started=room.started,
-            finished=finished,
-            turn=room.state.turn,
-            moves=tuple(room.moves),
-            move_ms=tuple(room.move_ms),
-            end=end,
-            replay=tuple(room.replay) if room.replay is not None else None,
-        )
-        self._nursery.start_soon(self._close_room, room, game)
-
-    async def _close_room(self, room: Room, game: FinishedGame) -> None:
-        """Record the game (durably), then <left> and removal."""
-        try:
-            await self.recorder.record(game)
-        finally:
-            self._remove(room)
-            self._closing_rooms -= 1
-            if not self._closing_rooms:
-                self._rooms_closed.set()
-
-    def _remove(self, room: Room) -> None:
-        left = Left(room.id)
-        self._to_players(room, left)
-        self._to_observers(room, left)
-        self.rooms.pop(room.id, None)
-        for slot in room.slots:
-            if slot.peer is not None:
-                member = self._members.get(slot.peer)
-                if member is not None and room in member.rooms:
-                    member.rooms.remove(room)
-        for observer in room.observers:
-            member = self._members.get(observer)
-            if member is not None and room in member.observing:
-                member.observing.remove(room)
-
-    # ------------------------------------------------------------------ sending
-
-    def _to_players(self, room: Room, message: ServerMessage) -> None:
-        for slot in room.slots:
-            if slot.connected and slot.peer is not None:
-                slot.peer.send(message)
-
-    def _to_observers(self, room: Room, message: ServerMessage) -> None:
-        for observer in room.observers:
-            observer.send(message)
-        self.feed.observe(message)
-
-    def _feed_players(self, room: Room) -> None:
-        self.feed.players_changed(
-            room.id,
-            [
-                RoomPlayer(slot.team.name, slot.display_name, slot.peer is not None)
-                for slot in room.slots
-            ],
-        )
 
 
 def _address_of(peer: Peer) -> str:
@@ -1050,10 +589,10 @@ def _address_of(peer: Peer) -> str:
     return address if isinstance(address, str) and address else peer.name
 
 
-def wall_clock_reason(limit: float) -> str:
-    """The result's reason when a game ran past the wall-clock limit (not official)."""
-    return f"Das Spiel wurde abgebrochen: es hat länger als {limit:g} Sekunden gedauert"
-
-
-def _unknown_game_type(game_type: str) -> str:
-    return f"{_PLUGIN_LOADER}: Unknown gameType '{game_type}'; available game types: {GAME_TYPE}"
+def run_clock() -> Callable[[], float]:
+    """The clock of the running trio run, readable from any thread (the web viewer's login
+    runs in its own); trio.current_time itself outside a run."""
+    try:
+        return trio.lowlevel.current_clock().current_time
+    except RuntimeError:
+        return trio.current_time

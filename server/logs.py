@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from typing import TextIO
 
 import structlog
@@ -108,3 +110,28 @@ def _is_terminal(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+@contextlib.contextmanager
+def logging_to(stream: TextIO, level: str, fmt: str = "console") -> Iterator[None]:
+    """`configure_logging(fmt, level, stream=stream)` for the time of the block; afterwards the
+    logging is exactly what it was: structlog's configuration and the standard library's root
+    handlers and level (an embedding program's, a worker's, a test's). basicConfig(force=True)
+    would close the root handlers it replaces, so they are taken off before and put back after
+    (a closed handler would fail with "I/O operation on closed file" on the next record)."""
+    previous = structlog.get_config()
+    root = logging.getLogger()
+    handlers, root_level = root.handlers[:], root.level
+    for handler in handlers:
+        root.removeHandler(handler)
+    configure_logging(fmt, level, stream=stream, cache=False)
+    try:
+        yield
+    finally:
+        for handler in root.handlers[:]:
+            root.removeHandler(handler)
+            handler.close()
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(root_level)
+        structlog.configure(**previous)

@@ -4,10 +4,14 @@ points outside the repository to material a clone does not have."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -157,3 +161,118 @@ def test_the_package_table_check_sees_a_disagreement() -> None:
     table that let it import `protocol` would be caught."""
     assert allowed_by_contracts()["engine"] == set()
     assert "protocol" in allowed_by_contracts()["server"]
+
+
+# ---------------------------------------------------------------- what a newcomer reads
+
+README = ROOT / "README.md"
+TESTS_README = ROOT / "tests" / "README.md"
+MKDOCS = ROOT / "mkdocs.yml"
+_COMMAND = re.compile(r"^\s*(piranhas-(?:server|match|league|bot))\b", re.MULTILINE)
+_ACTIVATE = ". .venv/bin/activate"
+_TEST_TIME = re.compile(r"about\s+(\d+)\s+minutes\s+on\s+2\s+cores")
+
+
+def test_the_readme_is_a_newcomers_page() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    for heading in ("## Quick start", "## Differences from the official server"):
+        assert heading in text
+    # The test command exactly as .ci/run runs it.
+    command = (
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
+        ".venv/bin/python -m pytest"
+    )
+    assert command in text
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_commands_say_how_to_call_them_after_the_quick_start() -> None:
+    """A bare `piranhas-league` after the quick start is "command not found": the README
+    writes `.venv/bin/...`, and a page of docs/ that shows bare commands says to activate the
+    environment."""
+    bare_in_readme = _COMMAND.findall(README.read_text(encoding="utf-8"))
+    assert bare_in_readme == []
+    unexplained = [
+        page.name
+        for page in sorted(DOCS.glob("*.md"))
+        if _COMMAND.search(text := page.read_text(encoding="utf-8")) and _ACTIVATE not in text
+    ]
+    assert unexplained == [], f"say `{_ACTIVATE}` (or write .venv/bin/...) in {unexplained}"
+
+
+def test_the_default_test_time_is_one_figure() -> None:
+    """The README, tests/README.md, docs/development.md and pyproject.toml give the default
+    run's time, and give the same one."""
+    places = [README, TESTS_README, DOCS / "development.md", ROOT / "pyproject.toml"]
+    figures = {
+        place.name: _TEST_TIME.findall(place.read_text(encoding="utf-8")) for place in places
+    }
+    assert all(figures.values()), figures  # each says it
+    assert len({figure for found in figures.values() for figure in found}) == 1, figures
+
+
+def test_tests_readme_lists_every_tests_folder() -> None:
+    text = TESTS_README.read_text(encoding="utf-8")
+    folders = sorted(
+        path.name
+        for path in (ROOT / "tests").iterdir()
+        if path.is_dir() and not path.name.startswith((".", "__"))
+    )
+    assert len(folders) >= 12
+    missing = [name for name in folders if f"`tests/{name}/`" not in text]
+    assert missing == [], f"tests/README.md does not list {missing}"
+
+
+def nav_pages(config: Path) -> list[str]:
+    """The pages the nav of an mkdocs.yml lists (`- Title: page.md` or `- page.md`)."""
+    text = config.read_text(encoding="utf-8")
+    nav = text[text.index("\nnav:") :]
+    return re.findall(r"^\s*-\s+(?:[^:\n]+:\s+)?([\w./-]+\.md)\s*$", nav, re.MULTILINE)
+
+
+def test_every_docs_page_is_in_the_site_nav() -> None:
+    """The strict site build (.ci/run) fails on a page missing from the nav; this says so in
+    the default run already, for whoever adds a page."""
+    pages = sorted(str(page.relative_to(DOCS)) for page in DOCS.rglob("*.md"))
+    listed = nav_pages(MKDOCS)
+    assert sorted(set(listed)) == sorted(listed)  # each once
+    assert [page for page in pages if page not in listed] == [], "add them to mkdocs.yml's nav"
+    assert [page for page in listed if page not in pages] == [], "no such page in docs/"
+
+
+def build_site(root: Path) -> subprocess.CompletedProcess[str]:
+    # Not --quiet: it hides the warnings, and then --strict has none to fail on.
+    where = ["--config-file", str(root / "mkdocs.yml"), "--site-dir", str(root / "site")]
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", *where],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_strict_site_build_fails_on_a_broken_link_or_a_page_left_out(
+    tmp_path: Path,
+) -> None:
+    """The site as it is builds (strictly); a copy with a link to a missing page, one with a
+    link to a missing heading, and one with a page that the nav leaves out each fail."""
+    pytest.importorskip("mkdocs")  # the dev extra; .ci/run runs this with it (--no-skips)
+    shutil.copytree(DOCS, tmp_path / "docs", ignore=shutil.ignore_patterns("*.sqlite*"))
+    shutil.copy(MKDOCS, tmp_path / "mkdocs.yml")
+    built = build_site(tmp_path)
+    assert built.returncode == 0, built.stderr
+    index = tmp_path / "docs" / "index.md"
+    original = index.read_text(encoding="utf-8")
+    breakages = {
+        "[gone](no-such-page.md)": "no-such-page.md",
+        "[gone](server.md#no-such-heading)": "no-such-heading",
+    }
+    for link, named in breakages.items():
+        index.write_text(original + f"\n{link}\n", encoding="utf-8")
+        broken = build_site(tmp_path)
+        assert broken.returncode != 0 and named in broken.stderr, broken.stderr
+    index.write_text(original, encoding="utf-8")
+    (tmp_path / "docs" / "left-out.md").write_text("# Left out\n", encoding="utf-8")
+    left_out = build_site(tmp_path)
+    assert left_out.returncode != 0 and "left-out.md" in left_out.stderr, left_out.stderr

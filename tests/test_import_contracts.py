@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from tests.helpers.process import REPO
 
 pytest.importorskip("importlinter")  # in the dev extra
 
-PACKAGES = ["engine", "protocol", "server", "client", "bots", "runner"]
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+PACKAGES: list[str] = PYPROJECT["tool"]["importlinter"]["root_packages"]
 
 
 def test_the_game_server_importing_the_runner_breaks_a_contract(tmp_path: Path) -> None:
@@ -31,3 +33,27 @@ def test_the_game_server_importing_the_runner_breaks_a_contract(tmp_path: Path) 
     assert completed.returncode == 1, completed.stdout + completed.stderr
     assert "server.lobby -> runner" in completed.stdout, completed.stdout
     assert "the game server never imports its clients" in completed.stdout
+
+
+def test_the_composition_roots_are_the_only_wiring_of_the_web_viewer() -> None:
+    """No contract lets the game server (or anyone below the commands) reach the web viewer
+    through an ignore_imports exception: cli/server.py wires it in, and nothing imports cli."""
+    contracts = PYPROJECT["tool"]["importlinter"]["contracts"]
+    assert len(contracts) >= 12
+    assert all("ignore_imports" not in contract for contract in contracts)
+    (on_top,) = [contract for contract in contracts if contract["id"] == "cli-on-top"]
+    assert set(on_top["source_modules"]) == set(PACKAGES) - {"cli"}
+
+
+def test_a_library_module_importing_a_command_breaks_a_contract(tmp_path: Path) -> None:
+    for package in PACKAGES:
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    with (tmp_path / "fleet" / "worker.py").open("a", encoding="utf-8") as worker:
+        worker.write("\nimport cli.server  # a command used as a library\n")
+    lint = Path(sys.executable).parent / "lint-imports"
+    completed = subprocess.run(
+        [str(lint), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    assert "fleet.worker -> cli.server" in completed.stdout, completed.stdout

@@ -131,7 +131,7 @@ def start_worker(tmp_path: Path) -> Iterator[StartWorker]:
         argv = [
             sys.executable,
             "-m",
-            "league.cli",
+            "cli.league",
             "worker",
             str(league),
             "--database",

@@ -79,7 +79,7 @@ class Host:
         output = self.folder / f"{label}.out"
         with output.open("wb") as out:
             process = subprocess.Popen(
-                in_netns(self.namespace, [sys.executable, "-m", "league.cli", *argv]),
+                in_netns(self.namespace, [sys.executable, "-m", "cli.league", *argv]),
                 cwd=ROOT,
                 env=self.env,
                 stdin=subprocess.DEVNULL,

@@ -39,7 +39,7 @@ def command(
     stderr), seconds it took."""
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "league.cli", *argv],
+        [sys.executable, "-m", "cli.league", *argv],
         cwd=cwd,
         env={**os.environ, **env},
         stdin=subprocess.DEVNULL,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from league.cli import main
+from cli.league import main
 
 LEAGUE = """name = "Cli"
 games_per_match = 2

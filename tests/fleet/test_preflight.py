@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cli.league import main
 from fleet import coordinator, preflight
-from league.cli import main
 from league.config import parse_league
 
 TEAMS = "".join(f'[[teams]]\nid = "{t}"\ncommand = "bot --seed {n}"\n' for n, t in enumerate("abc"))

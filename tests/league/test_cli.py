@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cli.league import _print_standings, main
 from engine import GameState, PlayerEntry, Team, game_result
-from league.cli import _print_standings, main
 from league.config import load_league
 from league.records import MAX_RECORD_BYTES, read_record, record_game, write_record
 from league.schedule import build_schedule

@@ -30,9 +30,9 @@ command = "python3 bot.py --fast"
 def test_the_documented_example_loads() -> None:
     config = load_league(EXAMPLE)
     assert config.name == "Schulliga Piranhas 2026"
-    assert [team.id for team in config.teams] == ["haie", "barsche", "random"]
-    assert config.teams[0].bot.kind is BotKind.IMAGE
-    assert config.teams[2].bot.command == ("python3", "bots/zufall.py")
+    assert [team.id for team in config.teams] == ["zufall", "gierig", "suche"]
+    assert {team.bot.kind for team in config.teams} == {BotKind.COMMAND}  # plays as shipped
+    assert config.teams[2].bot.command == ("builtin:search", "--budget", "0.1")
     assert config.games_per_match == 6
     assert config.seed == 2026
     assert config.concurrency == 2

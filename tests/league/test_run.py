@@ -1,6 +1,6 @@
 """`piranhas-league run`: a whole league played on the match runner's core, in process mode.
 
-The league is played through the real command (`league.cli.main`), then checked from the
+The league is played through the real command (`cli.league.main`), then checked from the
 outside: the standings against a computation of our own from the stored games, every stored
 record against the engine (`league.records.verify`), the server-measured move times in the
 records, and a tampered record through `piranhas-league verify`.
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from league.cli import main
+from cli.league import main
 from league.config import load_league
 from league.records import read_record, verify
 from league.run import (
@@ -38,7 +38,7 @@ from tests.helpers.process import TEST_BOTS
 
 FAST_BOT = [sys.executable, str(TEST_BOTS / "fast_bot.py")]
 SOCHA_BOT = [sys.executable, str(TEST_BOTS / "random_bot.py")]
-HAS_BUILTIN_BOTS = importlib.util.find_spec("bots.cli") is not None
+HAS_BUILTIN_BOTS = importlib.util.find_spec("cli.bot") is not None
 
 
 def league_file(

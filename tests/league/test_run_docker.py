@@ -61,11 +61,11 @@ def league_file(directory: Path) -> Path:
 
 
 def piranhas_league(*arguments: str) -> subprocess.Popen[str]:
-    """`python -m league.cli ARGUMENTS`, this checkout's code, started."""
+    """`python -m cli.league ARGUMENTS`, this checkout's code, started."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return subprocess.Popen(
-        [sys.executable, "-m", "league.cli", *arguments],
+        [sys.executable, "-m", "cli.league", *arguments],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -227,7 +227,7 @@ def test_the_compose_league_plays_stops_on_sigterm_and_continues(
             f"""services:
   league:
     image: piranhas/bot-base:bookworm
-    entrypoint: ["python3", "-m", "league.cli"]
+    entrypoint: ["python3", "-m", "cli.league"]
     command: ["run", "{work}/liga.toml", "--db", "/data/league.sqlite", "--mode", "docker"]
     environment:
       PYTHONPATH: {REPO}:{site_packages}

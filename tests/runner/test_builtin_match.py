@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import trio
 
-from bots.cli import main as bot_main
-from runner.options import MatchError, parse_options
+from cli.bot import main as bot_main
+from launching import MatchError
+from runner.options import parse_options
 from server.config import Settings
 from tests.helpers.process import environment
 from tests.runner.test_match import game_lines, run_match
@@ -34,7 +35,7 @@ def test_builtin_player_commands() -> None:
     )
     assert options.commands[0] == [
         sys.executable,
-        *("-m", "bots.cli", "--bot", "search", "--budget", "0.2"),
+        *("-m", "cli.bot", "--bot", "search", "--budget", "0.2"),
     ]
     assert options.commands[1][-2:] == ["--bot", "random"]
     with pytest.raises(MatchError, match="unknown built-in bot 'clever'"):
@@ -58,7 +59,7 @@ async def test_piranhas_bot_plays_a_join_game_over_the_protocol() -> None:
             contest = ["-h", "127.0.0.1", "-p", str(port)]
             results.append(
                 await trio.run_process(
-                    [sys.executable, "-m", "bots.cli", *contest, "--bot", name, "--seed", "1"],
+                    [sys.executable, "-m", "cli.bot", *contest, "--bot", name, "--seed", "1"],
                     env=environment(),
                     capture_stdout=True,
                     capture_stderr=True,

@@ -218,7 +218,7 @@ async def test_crash_counted_and_reproduced_and_a_fixed_bot_is_not(tmp_path: Pat
 
 
 def test_reproduce_refuses_a_folder_without_a_case(tmp_path: Path) -> None:
-    from runner.cli import main
+    from cli.match import main
 
     assert main(["reproduce", str(tmp_path)]) == 2
 

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 import trio
 
+from cli.match import main
 from engine import GameResult, GameState, PlayerEntry, Team
+from launching import MatchError
 from protocol.replay import read_replay
-from runner.cli import main
 from runner.game import left_the_game
-from runner.options import MatchError, distinct_names, parse_options
+from runner.options import distinct_names, parse_options
 from runner.scores import PlayerScore, first_player, player_at
 from tests.helpers.process import TEST_BOTS, environment
 from tests.helpers.server import running_server
@@ -43,11 +44,11 @@ class Run:
 
 
 async def run_match(cwd: Path, *arguments: str, limit: float) -> Run:
-    """`python -m runner.cli ARGUMENTS` in `cwd` (its log/ and replays/ go there)."""
+    """`python -m cli.match ARGUMENTS` in `cwd` (its log/ and replays/ go there)."""
     started = time.monotonic()
     with trio.fail_after(limit):
         completed = await trio.run_process(
-            [sys.executable, "-m", "runner.cli", *arguments],
+            [sys.executable, "-m", "cli.match", *arguments],
             cwd=cwd,
             env=environment(),
             capture_stdout=True,
@@ -327,7 +328,7 @@ async def test_ctrl_c_kills_the_bots_and_prints_the_score(tmp_path: Path) -> Non
     with stdout.open("wb") as output:
         process = await trio.lowlevel.open_process(
             [
-                *(sys.executable, "-m", "runner.cli"),
+                *(sys.executable, "-m", "cli.match"),
                 *("--player1", FAST_BOT, "--player2", f"{FAST_BOT} --hang"),
                 *("--games", "5", "--no-timeout"),
             ],
@@ -463,7 +464,7 @@ async def test_ctrl_c_with_concurrent_games_kills_every_bot(tmp_path: Path) -> N
     with stdout.open("wb") as output:
         process = await trio.lowlevel.open_process(
             [
-                *(sys.executable, "-m", "runner.cli"),
+                *(sys.executable, "-m", "cli.match"),
                 *("--player1", FAST_BOT, "--player2", f"{FAST_BOT} --hang"),
                 *("--games", "5", "--no-timeout", "--concurrency", "2", "--force-concurrency"),
             ],

@@ -16,14 +16,15 @@ import trio
 
 from client import ClientSession, open_session
 from engine import GameState
+from launching import MatchError
 from protocol.messages import Left, Memento, MoveRequest
-from runner.game import Observation, Server
-from runner.options import MatchError, Options, default_concurrency, parse_options
+from runner.game import Observation, ServerAddress
+from runner.options import Options, default_concurrency, parse_options
 from runner.schedule import Schedule, board_seed, game_spec
 from runner.scores import Match
 from server.app import serve
-from server.cli import find_exception
 from server.config import Settings
+from server.exits import find_exception
 
 LIMIT = 20
 PASSWORD = "pw"
@@ -104,7 +105,7 @@ async def play(session: ClientSession) -> None:
 
 
 @asynccontextmanager
-async def in_process_server() -> AsyncIterator[Server]:
+async def in_process_server() -> AsyncIterator[ServerAddress]:
     settings = Settings(host="127.0.0.1", port=0, password=PASSWORD)
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -113,7 +114,7 @@ async def in_process_server() -> AsyncIterator[Server]:
                 settings, task_status=task_status, stop=stop, handle_signals=False
             )
         )
-        yield Server("127.0.0.1", port, PASSWORD, "test", settings.hard_timeout)
+        yield ServerAddress("127.0.0.1", port, PASSWORD, "test", settings.hard_timeout)
         stop.set()
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from engine import GameResult, PlayerEntry, Team
-from runner.options import MatchError, parse_options
+from launching import MatchError
+from runner.options import parse_options
 from runner.scores import GameSummary, Match
 from runner.stats import Pentanomial, Sprt, SprtStatus, Trinomial
 from tests.runner.test_match import FAST_BOT, game_lines, run_match

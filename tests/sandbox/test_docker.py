@@ -24,13 +24,13 @@ import pytest
 import trio
 
 from client import ClientSession
-from runner.game import GameSpec, Observation, Server, log_path, play_game
-from runner.options import MatchError
+from launching import MatchError
+from runner.game import GameSpec, Observation, ServerAddress, log_path, play_game
 from sandbox import ContainerLauncher, DockerError, Limits, sweep
 from sandbox.images import build_bot_image
 from server.app import serve
-from server.cli import find_exception
 from server.config import Settings
+from server.exits import find_exception
 from tests.helpers.docker import build_mode_images, cli, labelled_containers, require_docker
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(900)]
@@ -54,7 +54,9 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
 
 
 @asynccontextmanager
-async def game_server(socket_dir: Path, hard_timeout: float) -> AsyncIterator[tuple[Server, Path]]:
+async def game_server(
+    socket_dir: Path, hard_timeout: float
+) -> AsyncIterator[tuple[ServerAddress, Path]]:
     """The game server in this process, with its Unix socket in `socket_dir` (which the
     relays mount: nothing else in it)."""
     socket_dir.mkdir()
@@ -69,7 +71,7 @@ async def game_server(socket_dir: Path, hard_timeout: float) -> AsyncIterator[tu
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
         port = await nursery.start(partial(serve, settings, stop=stop, handle_signals=False))
-        yield Server("127.0.0.1", port, PASSWORD, "test", settings.hard_timeout), unix_socket
+        yield ServerAddress("127.0.0.1", port, PASSWORD, "test", settings.hard_timeout), unix_socket
         stop.set()
 
 
@@ -200,11 +202,11 @@ async def test_sweep_removes_the_leftovers_of_a_dead_run(images: dict[str, str])
 
 
 def piranhas_match(cwd: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """`python -m runner.cli ARGUMENTS` in `cwd`, this checkout's code."""
+    """`python -m cli.match ARGUMENTS` in `cwd`, this checkout's code."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return subprocess.run(
-        [sys.executable, "-m", "runner.cli", *arguments],
+        [sys.executable, "-m", "cli.match", *arguments],
         cwd=cwd,
         env=env,
         capture_output=True,

@@ -341,7 +341,7 @@ async def test_the_kernels_short_write_tears_no_result_line_and_loses_no_record(
     left under a name, empty or cut."""
     results, replays = tmp_path / "results.jsonl", tmp_path / "replays"
     (tmp_path / "server.properties").write_text("password=pw\n", encoding="utf-8")
-    command = [sys.executable, "-m", "server", "--log-format", "json", "--port", "0"]
+    command = [sys.executable, "-m", "cli.server", "--log-format", "json", "--port", "0"]
     command += ["--results", str(results), "--replay-dir", str(replays), "--saveReplay"]
     root = Path(__file__).resolve().parents[2]
     output = bytearray()

@@ -16,7 +16,7 @@ import pytest
 import structlog
 import trio
 
-from server.cli import main
+from cli.server import main
 from server.logs import configure_logging
 
 
@@ -57,9 +57,9 @@ def test_help_exits_0(
     assert "piranhas-server" in capsys.readouterr().out
 
 
-def test_python_dash_m_server_reports_config_error(tmp_path: Path) -> None:
+def test_python_dash_m_cli_server_reports_config_error(tmp_path: Path) -> None:
     process = subprocess.run(
-        [sys.executable, "-m", "server", "--paused", "maybe"],
+        [sys.executable, "-m", "cli.server", "--paused", "maybe"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -135,7 +135,7 @@ def test_unknown_format_or_level_is_rejected() -> None:
 
 async def start_server(cwd: Path, *args: str) -> trio.Process:
     return await trio.lowlevel.open_process(
-        [sys.executable, "-m", "server", "--log-format", "json", *args],
+        [sys.executable, "-m", "cli.server", "--log-format", "json", *args],
         cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -411,7 +411,7 @@ def _limit_descriptors(limit: int) -> None:
 async def _start_server(tmp_path: Path, *arguments: str, descriptors: int | None = None) -> Any:
     (tmp_path / "server.properties").write_text("password=pw\n", encoding="utf-8")
     return await trio.lowlevel.open_process(
-        [sys.executable, "-m", "server", "--log-format", "json", *arguments],
+        [sys.executable, "-m", "cli.server", "--log-format", "json", *arguments],
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

@@ -379,3 +379,38 @@ async def test_player_leaving_a_half_joined_prepared_room_makes_nobody_win(
     assert result.reason == "Alle Spieler hat das Spiel verlassen: LOST_CONNECTION"
     await harness.settle()
     assert admin.messages[-1] == Left(room_id)
+
+
+async def test_a_step_while_a_move_is_awaited_sends_no_second_request(
+    make_harness: HarnessFactory,
+) -> None:
+    # Issue 17 item 11: steps faster than the bot answers. 26.1.0 sends a moveRequest per step
+    # and then charges the bot "not your turn" for answering the second one; here a step while
+    # a move is awaited is ignored, so the bot is never charged for what the server did.
+    harness, admin = await admin_harness(make_harness)
+    room_id, (first, second) = prepare(harness, admin, pause=True)
+    harness.send(admin, Observe(room_id))
+    one, two = harness.peer("one"), harness.peer("two")
+    harness.send(one, JoinPrepared(first))
+    harness.send(two, JoinPrepared(second))
+    initial = admin.last_state()
+    for _ in range(3):
+        harness.send(admin, StepRequest(room_id, False))
+    assert len(one.of(MoveRequest)) == 1
+    assert len(one.of(Memento)) == len(two.of(Memento)) == 1  # one step's state, not three
+    harness.move(one, room_id, initial.legal_moves()[0])
+    assert admin.last_state().turn == 1
+    assert not one.of(ResultMessage) and not one.of(ErrorPacket)
+    # The next step asks TWO, once; then a pause-and-step while TWO thinks changes nothing.
+    harness.send(admin, StepRequest(room_id, False))
+    harness.send(admin, StepRequest(room_id, False))
+    assert len(two.of(MoveRequest)) == 1
+    harness.move(two, room_id, admin.last_state().legal_moves()[0])
+    assert admin.last_state().turn == 2 and not two.of(ResultMessage)
+    harness.send(admin, PauseRequest(room_id, False))  # unpaused: the game runs on
+    assert len(one.of(MoveRequest)) == 2
+    harness.send(admin, PauseRequest(room_id, True))  # takes effect after ONE's move
+    harness.send(admin, StepRequest(room_id, False))  # ONE's request is still awaited
+    assert len(one.of(MoveRequest)) == 2
+    harness.move(one, room_id, admin.last_state().legal_moves()[0])
+    assert admin.last_state().turn == 3 and not one.of(ResultMessage)

@@ -331,7 +331,7 @@ def test_replays_and_config_import_each_other_no_more() -> None:
 def test_the_cli_refuses_a_fifo_with_the_message_and_status_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from server.cli import main
+    from cli.server import main
 
     os.mkfifo(tmp_path / "game.xml")
     monkeypatch.chdir(tmp_path)

@@ -406,7 +406,7 @@ async def test_the_cli_serves_the_viewer_next_to_the_game_server(tmp_path: Path)
     import sys
 
     web_port = free_port()
-    command = [sys.executable, "-m", "server", "--port", "0", "--web-port", str(web_port)]
+    command = [sys.executable, "-m", "cli.server", "--port", "0", "--web-port", str(web_port)]
     repo = Path(__file__).resolve().parents[2]
     with trio.fail_after(30):
         process = await trio.lowlevel.open_process(

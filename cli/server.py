@@ -1,32 +1,20 @@
-"""The `piranhas-server` command (also `python -m server`)."""
+"""`piranhas-server`: the game server, and the web viewer wired in when --web-port is set (the
+composition root: the game server core never imports the viewer; it sees the lobby through
+`server.feed`)."""
 
 from __future__ import annotations
 
-import enum
 import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TypeVar
 
 import structlog
 import trio
 
 from server.config import ConfigError, parse_settings
+from server.exits import ExitCode, find_exception
 from server.logs import configure_logging
-
-E = TypeVar("E", bound=BaseException)
-
-
-class ExitCode(enum.IntEnum):
-    """Exit statuses of the project's commands (the server's and the match runner's)."""
-
-    OK = 0
-    FAILURE = 1  # the server failed (e.g. its port is taken)
-    # Bad options or configuration (as argparse does); also every failure of the match
-    # runner, which is the official TestClient's status for all of them.
-    USAGE = 2
-    INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,7 +39,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     companion: Companion | None = None
     if settings.web_port is not None:
-        # The composition root: the game server core never imports the web viewer.
         from web.app import WebViewer
 
         companion = WebViewer(settings)
@@ -76,13 +63,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return ExitCode.OK
 
 
-def find_exception(error: BaseException, kind: type[E]) -> E | None:
-    """The first exception of `kind` in `error`, also inside exception groups."""
-    if isinstance(error, kind):
-        return error
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            found = find_exception(inner, kind)
-            if found is not None:
-                return found
-    return None
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     check = commands.add_parser("verify", help="replay game records and report discrepancies")
     check.add_argument("records", type=Path, nargs="+", metavar="RECORD")
     # Across machines (docs/distributed.md): distribute, worker, status, cancel.
-    from fleet.cli import add_commands
+    from cli.fleet import add_commands
 
     add_commands(commands)
     return parser
@@ -376,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _verify(args, out)
         if args.command == "run":
             return _run(args, out)
-        from fleet.cli import FleetError, dispatch
+        from cli.fleet import FleetError, dispatch
 
         try:
             return dispatch(args, out)

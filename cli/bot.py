@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 import trio
 
-from bots.players import BOT_NAMES, DEFAULT_BUDGET, Bot, make_bot
-from client import ClientSession, ConnectionClosed, ServerRefused
-from engine import GameState, Move
+from bots.contest import play
+from bots.players import BOT_NAMES, DEFAULT_BUDGET, make_bot
+from client import ConnectionClosed, ServerRefused
 
 PROGRAM = "piranhas-bot"
 
@@ -43,25 +43,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the bot's choices")
     return parser
-
-
-async def play(bot: Bot, host: str, port: int, reservation: str | None, budget: float) -> str:
-    """Join, answer every move request, return the game's result reason after `<left>`."""
-    stream = await trio.open_tcp_stream(host, port)
-    session = ClientSession(stream)
-    try:
-        if reservation is not None:
-            await session.join_prepared(reservation)
-        else:
-            await session.join()
-
-        async def choose(state: GameState) -> Move:
-            return await trio.to_thread.run_sync(bot.choose, state, budget)
-
-        result = await session.play(choose)
-        return result.reason if result is not None else ""
-    finally:
-        await session.aclose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

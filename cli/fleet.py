@@ -195,7 +195,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The same commands without the rest of `piranhas-league` (`python -m fleet.cli`)."""
+    """The same commands without the rest of `piranhas-league` (`python -m cli.fleet`)."""
     parser = argparse.ArgumentParser(
         prog="piranhas-league", description="A league across machines (docs/distributed.md)."
     )

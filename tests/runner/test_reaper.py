@@ -1,0 +1,132 @@
+"""No bot left behind, for every command that starts bots (runner.reaper): real bots that start
+children the bot's process group does not hold (each in a group of its own, or in a session of
+its own after setsid), played through `piranhas-match` and `piranhas-league run` as commands.
+After each run, none of the children is alive; also not after the command was killed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.helpers.process import TEST_BOTS, environment
+
+pytestmark = pytest.mark.timeout(120)
+
+SPAWNING_BOT = [sys.executable, str(TEST_BOTS / "spawning_bot.py")]
+FAST_BOT = [sys.executable, str(TEST_BOTS / "fast_bot.py")]
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie is dead: it only waits to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def children_of_the_bots(pid_dir: Path) -> list[int]:
+    return [int(pid) for path in pid_dir.glob("*.pids") for pid in path.read_text().split()]
+
+
+def kill_leftovers(pids: list[int]) -> None:
+    """So that a failing test leaves nothing behind either."""
+    for pid in pids:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def command(cwd: Path, *argv: str, limit: float = 90) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(limit):
+        return await trio.run_process(
+            [sys.executable, "-m", *argv],
+            cwd=cwd,
+            env=environment(),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+
+
+@pytest.mark.parametrize(("how", "count"), [("--own-group", 50), ("--setsid", 10)])
+async def test_piranhas_match_leaves_no_child_of_a_bot_alive(
+    tmp_path: Path, how: str, count: int
+) -> None:
+    pid_dir = tmp_path / "pids"
+    bot = [*SPAWNING_BOT, "--children", str(count), how, "--pid-dir", str(pid_dir)]
+    completed = await command(
+        tmp_path,
+        "cli.match",
+        *("--player1", " ".join(bot), "--player2", " ".join(FAST_BOT)),
+        *("--games", "3", "--concurrency", "1"),
+    )
+    pids = children_of_the_bots(pid_dir)
+    try:
+        assert completed.returncode == 0, completed.stderr.decode()
+        assert len(pids) == 3 * count  # every game's bot started its children
+        assert [pid for pid in pids if alive(pid)] == []
+    finally:
+        kill_leftovers(pids)
+
+
+async def test_piranhas_league_run_leaves_no_child_of_a_bot_alive(tmp_path: Path) -> None:
+    pid_dir = tmp_path / "pids"
+    teams = {
+        "a": [*SPAWNING_BOT, "--children", "5", "--setsid", "--pid-dir", str(pid_dir)],
+        "b": [*SPAWNING_BOT, "--children", "5", "--own-group", "--pid-dir", str(pid_dir)],
+    }
+    lines = ['name = "Reaped"', "games_per_match = 2", "concurrency = 2"]
+    for team, argv in teams.items():
+        lines += ["[[teams]]", f'id = "{team}"', f"command = {json.dumps(argv)}"]
+    league = tmp_path / "liga.toml"
+    league.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    completed = await command(tmp_path, "cli.league", "run", str(league))
+    pids = children_of_the_bots(pid_dir)
+    try:
+        assert completed.returncode == 0, completed.stderr.decode()
+        assert len(pids) == 2 * 2 * 5  # two games, two bots each
+        assert [pid for pid in pids if alive(pid)] == []
+    finally:
+        kill_leftovers(pids)
+
+
+async def test_a_killed_piranhas_match_leaves_no_child_of_a_bot_alive(tmp_path: Path) -> None:
+    """SIGKILL during a game: the companion kills the bots' groups and every process that
+    carries a bot's token, the setsid children too."""
+    pid_dir = tmp_path / "pids"
+    bot = [*SPAWNING_BOT, "--children", "5", "--setsid", "--pid-dir", str(pid_dir)]
+    slow = [*FAST_BOT, "--delay", "0.5"]
+    process = await trio.lowlevel.open_process(
+        [
+            sys.executable,
+            "-m",
+            "cli.match",
+            "--player1",
+            " ".join(bot),
+            "--player2",
+            " ".join(slow),
+        ],
+        cwd=tmp_path,
+        env=environment(),
+    )
+    pids: list[int] = []
+    try:
+        with trio.fail_after(60):
+            while len(pids := children_of_the_bots(pid_dir)) < 5:
+                await trio.sleep(0.05)
+        process.kill()
+        await process.wait()
+        with trio.fail_after(10):
+            while [pid for pid in pids if alive(pid)]:
+                await trio.sleep(0.05)
+    finally:
+        if process.returncode is None:
+            process.kill()
+        kill_leftovers(pids)
