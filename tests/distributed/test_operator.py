@@ -252,11 +252,6 @@ def test_queueing_takes_the_same_store_transactions_for_any_number_of_matches(
     assert first_small == first_big and again_small == again_big, counts
 
 
-@pytest.mark.xfail(
-    reason="issue 18 item 2: the in-process game server closes the worker's logging; fixed by "
-    "the in-process server module that restores the caller's logging (helper house)",
-    strict=False,
-)
 def test_dramatiq_s_logging_works_after_the_first_match(
     tmp_path: Path, postgres_dsn: str, redis_url: str, start_worker: StartWorker
 ) -> None:
