@@ -86,7 +86,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     redis(worker)
     worker.add_argument("--name", help="shown in status (default: host:pid)")
     worker.add_argument(
-        "--log-dir", type=Path, default=Path("worker-logs"), help="bot and server logs"
+        "--log-dir",
+        default="worker-logs",
+        help="bot and server logs; {name} is replaced by the worker's name (workers sharing "
+        "one volume: --log-dir /work/logs/{name})",
     )
     worker.add_argument("--poll", type=float, default=1.0, help="seconds between heartbeats")
 
@@ -161,13 +164,14 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
         # Workers do not create tables (the coordinator does; concurrent CREATEs can clash).
         matches = build_schedule(config)
+        name = args.name or default_worker_name()
         setup = WorkerSetup(
             config,
             {match.id: match for match in matches},
             database,
             _redis(args),
-            args.log_dir,
-            args.name or default_worker_name(),
+            Path(args.log_dir.replace("{name}", name.replace("/", "_"))),
+            name,
             args.poll,
         )
         return run_worker(setup)

@@ -243,6 +243,8 @@ class PostgresServer:
         if not self._created_role:
             self.execute(f"CREATE ROLE {SECURE_USER} LOGIN CREATEDB PASSWORD '{SECURE_PASSWORD}'")
             self._created_role = True
+        else:
+            self.execute("SELECT 1")  # a restart: wait until it accepts connections again
 
     def execute(self, sql: str) -> None:
         """Run one statement as the postgres role (autocommit), waiting for the server to
