@@ -60,6 +60,7 @@ COPY league/ league/
 COPY sandbox/ sandbox/
 COPY fleet/ fleet/
 COPY web/ web/
+COPY check/ check/
 RUN pip-install . && rm -rf /tmp/wheels /src
 WORKDIR /
 

@@ -15,7 +15,7 @@ import time
 
 from bots import GreedyBot, SearchBot
 from bots.evaluation import evaluate
-from bots.game import play
+from bots.selfplay import play
 from engine import GameState, Team
 
 

@@ -11,9 +11,9 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from bots.game import play
 from bots.players import BOT_NAMES, make_bot
 from bots.render import LEGEND, render, use_colour
+from bots.selfplay import play
 from engine import GameState, PlayerEntry, Team, game_result
 
 _CLEAR = "\x1b[H\x1b[2J"

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import trio
 
-from league.config import BotKind, LeagueConfig, LeagueFileError, load_league
+from league.config import LeagueConfig, LeagueFileError, load_league
 from league.records import RecordError, read_record_file, verify
 from league.run import (
     MODES,
@@ -27,13 +27,15 @@ from league.run import (
     GameReport,
     LeagueRunError,
     check_mode,
+    default_mode,
     describe,
     display_names,
     run_league,
 )
 from league.schedule import Match, build_schedule
 from league.standings import Standings, compute_standings
-from league.store import FinishedGame, LeagueStore, StoreError
+from league.store import LeagueStore, StoredGame, StoreError
+from runner.display import display_for
 
 __all__ = ["main"]
 
@@ -78,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _finished_games(config: LeagueConfig, matches: tuple[Match, ...]) -> list[FinishedGame]:
+def _finished_games(config: LeagueConfig, matches: tuple[Match, ...]) -> list[StoredGame]:
     # A read-only command never creates a database: no file means no game was recorded yet.
     if not config.database.exists():
         return []
@@ -207,14 +209,9 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if failed else 0
 
 
-def _default_mode(config: LeagueConfig) -> str:
-    commands_only = all(team.bot.kind is BotKind.COMMAND for team in config.teams)
-    return "process" if commands_only else "docker"
-
-
 class _Progress:
-    """Live progress of a run: a rich bar on a terminal, plain lines otherwise (one per
-    finished game, the standings every N games)."""
+    """Live progress of a run (runner.display): a rich bar on a terminal, plain lines
+    otherwise (one per finished game, the standings every N games)."""
 
     def __init__(
         self,
@@ -232,54 +229,30 @@ class _Progress:
         self.store = store
         self.names = display_names(config)
         self.standings_every = standings_every
+        self.total = total
+        self.done = done
         self.finished = 0
-        self._bar: Any = None
-        self._task: Any = None
-        if out.isatty():
-            try:
-                from rich.console import Console
-                from rich.progress import (
-                    BarColumn,
-                    MofNCompleteColumn,
-                    Progress,
-                    TextColumn,
-                    TimeRemainingColumn,
-                )
-            except ImportError:
-                return
-            self._bar = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeRemainingColumn(),
-                console=Console(file=out),
-            )
-            self._task = self._bar.add_task(config.name, total=total, completed=done)
+        self.display = display_for(out, total, done, label=config.name)
 
     def __enter__(self) -> _Progress:
-        if self._bar is not None:
-            self._bar.start()
+        self.display.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-    def say(self, line: str) -> None:
-        if self._bar is not None:
-            self._bar.console.print(line, markup=False, highlight=False)
-        else:
-            print(line, file=self.out, flush=True)
+        self.display.__exit__(None, None, None)
 
     async def game(self, report: GameReport) -> None:
         self.finished += 1
-        self.say(describe(report, self.names))
-        if self._bar is not None:
-            self._bar.advance(self._task)
-        elif self.standings_every and self.finished % self.standings_every == 0:
+        self.display.line(describe(report, self.names))
+        self.display.progress(self.done + self.finished, self.total, "")
+        if (
+            not self.display.live
+            and self.standings_every
+            and self.finished % self.standings_every == 0
+        ):
             games = await self.store.call(self.store.store.finished_games)
             standings = compute_standings(self.config, self.matches, games)
-            print(_plain_table(standings), file=self.out, flush=True)
+            self.display.line(_plain_table(standings))
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
@@ -291,7 +264,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
             print("piranhas-league: --concurrency must be at least 1", file=sys.stderr)
             return 2
         config = replace(config, concurrency=args.concurrency)
-    mode = args.mode or _default_mode(config)
+    mode = args.mode or default_mode(config)
     check_mode(config, mode)
     matches = build_schedule(config)
     store = AsyncStore(partial(LeagueStore.sqlite, config.database))

@@ -39,7 +39,7 @@ from runner.match import run_match
 from runner.ndjson import EventLog, read_resume
 from runner.options import PROGRAM, parse_options, player_command
 from runner.reproduce import CASE_FILE, Case, reproduce, tail
-from runner.scores import Match
+from runner.scores import Scoreboard
 from runner.timing import CRASH
 from server.exits import ExitCode, find_exception
 
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(error)
     except SystemExit as exit_request:  # argparse: --help or a usage error (already printed)
         return exit_request.code if isinstance(exit_request.code, int) else ExitCode.USAGE
-    match = Match(
+    match = Scoreboard(
         options.names,
         options.games,
         paired=options.seed is not None,

@@ -39,9 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     companion: Companion | None = None
     if settings.web_port is not None:
-        from web.app import WebViewer
+        from web.process import WebProcess
 
-        companion = WebViewer(settings)
+        companion = WebProcess(settings)
 
     try:
         trio.run(functools.partial(serve, settings, companion=companion))

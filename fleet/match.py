@@ -26,12 +26,12 @@ import trio
 from fleet.postgres import retrying
 from fleet.runs import MatchRun, Runs, RunStatus
 from fleet.stores import open_backend
-from league.config import BotKind, LeagueConfig
-from league.run import AsyncStore, admin_session, open_table, play_and_record
+from league.config import LeagueConfig
+from league.run import AsyncStore, admin_session, default_mode, open_table, play_and_record
 from league.schedule import Match
 from league.store import LeagueStore, StaleAttemptError
 
-__all__ = ["FleetStore", "MatchEnd", "mode_for", "play_match", "worker_config"]
+__all__ = ["FleetStore", "MatchEnd", "play_match", "worker_config"]
 
 T = TypeVar("T")
 
@@ -59,12 +59,6 @@ class MatchEnd(enum.Enum):
     CANCELLED = "cancelled"  # the cancel flag was set
     SUPERSEDED = "superseded"  # a newer attempt took over: nothing of ours was recorded since
     STOPPING = "stopping"  # the worker is shutting down: the match was given back
-
-
-def mode_for(config: LeagueConfig) -> str:
-    """The `league.run` mode a worker plays the league in: `docker` as soon as some team's bot
-    runs in a container, else `process`."""
-    return "process" if all(t.bot.kind is BotKind.COMMAND for t in config.teams) else "docker"
 
 
 def worker_config(config: LeagueConfig, worker: str) -> LeagueConfig:
@@ -121,7 +115,7 @@ async def play_match(
 async def _play(config: LeagueConfig, run: MatchRun, db: FleetStore, log_dir: Path) -> None:
     async with (
         open_table(
-            worker_config(config, run.worker), mode=mode_for(config), log_dir=log_dir
+            worker_config(config, run.worker), mode=default_mode(config), log_dir=log_dir
         ) as table,
         admin_session(table.server) as admin,
     ):

@@ -8,9 +8,11 @@ The format is documented in docs/league.md and by example in docs/league.example
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import re
 import shlex
+import shutil
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -19,6 +21,10 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_TIEBREAKS",
+    "MAX_GAMES",
+    "MAX_GAMES_PER_MATCH",
+    "MAX_LEAGUE_BYTES",
+    "MAX_TEAMS",
     "BotKind",
     "BotSpec",
     "ContainerLimits",
@@ -28,9 +34,18 @@ __all__ = [
     "TeamSpec",
     "Tiebreak",
     "Timeouts",
+    "check_command",
     "load_league",
     "parse_league",
 ]
+
+
+# Bounds checked before anything is built: the schedule is held in memory (and the game
+# server re-reads a --web-league file every few seconds), so a file asks for at most this much.
+MAX_LEAGUE_BYTES = 1024 * 1024  # a league file of 500 teams is ~50 KB
+MAX_TEAMS = 500
+MAX_GAMES_PER_MATCH = 1000
+MAX_GAMES = 200_000  # in the whole schedule: ~60 MB of schedule objects at most
 
 
 class LeagueFileError(Exception):
@@ -235,6 +250,15 @@ class _Reader:
         value = table[key]
         if not isinstance(value, str) or not value.strip():
             raise self.fail((*at, key), "must be a non-empty string")
+        control = _CONTROL.search(value)
+        if control is not None:
+            # Names reach terminals, logs and HTML: a NUL or an escape sequence would be
+            # printed raw.
+            raise self.fail(
+                (*at, key),
+                f"must not contain control characters (U+{ord(control.group()):04X} at "
+                f"position {control.start() + 1})",
+            )
         return value
 
     def integer(
@@ -254,6 +278,7 @@ class _Reader:
         return float(value)
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgKMG]?)[bB]?\s*$")
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
@@ -325,16 +350,57 @@ def _team(reader: _Reader, raw: object, index: int, base: Path) -> TeamSpec:
     return TeamSpec(team_id, name, bot)
 
 
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
+_KEY_DOT = re.compile(r"[A-Za-z0-9_\-\"']\s*\.\s*[A-Za-z0-9_\-\"']")
+MAX_KEY_DOTS = 64  # per line; a league file's keys have two or three parts
+
+
+def _check_key_depth(text: str, path: str) -> None:
+    """Refuse dotted keys of many parts before tomllib sees them: it builds their tables in
+    time quadratic in the parts (40,000 parts: 37 s)."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.count(".") <= MAX_KEY_DOTS:
+            continue
+        bare = _STRING.sub('""', line)
+        if len(_KEY_DOT.findall(bare)) > MAX_KEY_DOTS:
+            raise LeagueFileError(
+                f"keys nested too deeply (more than {MAX_KEY_DOTS} dotted parts in a line)",
+                path=path,
+                line=number,
+                key=None,
+            )
+
+
+def _scheduled_games(league_format: Format, teams: int, games_per_match: int) -> int:
+    """How many games the schedule of this format has (league.schedule builds it)."""
+    if league_format is Format.GAUNTLET:
+        matches = teams - 1
+    else:
+        matches = teams * (teams - 1) // 2
+        if league_format is Format.DOUBLE_ROUND_ROBIN:
+            matches *= 2
+    return matches * games_per_match
+
+
 def parse_league(text: str, *, path: str = "<league>", base: Path | None = None) -> LeagueConfig:
     """Check a league file's text. `base` is the directory relative paths are taken from
     (default: the current directory). Raises LeagueFileError."""
     base = base if base is not None else Path.cwd()
+    if len(text) > MAX_LEAGUE_BYTES:
+        message = f"larger than {MAX_LEAGUE_BYTES} bytes: not a league file"
+        raise LeagueFileError(message, path=path, line=None, key=None)
+    _check_key_depth(text, path)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         line_match = re.search(r"line (\d+)", str(error))
         line = int(line_match.group(1)) if line_match else None
         raise LeagueFileError(f"not valid TOML: {error}", path=path, line=line, key=None) from None
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise LeagueFileError(
+            "not valid TOML: arrays or tables nested too deeply", path=path, line=None, key=None
+        ) from None
     reader = _Reader(path, text)
     reader.check_keys(doc, _TOP_KEYS, ())
 
@@ -345,6 +411,8 @@ def parse_league(text: str, *, path: str = "<league>", base: Path | None = None)
     raw_teams = doc.get("teams", [])
     if not isinstance(raw_teams, list):
         raise reader.fail(("teams",), "must be an array of tables ([[teams]])")
+    if len(raw_teams) > MAX_TEAMS:
+        raise reader.fail(("teams",), f"{len(raw_teams)} teams: at most {MAX_TEAMS}")
     teams = tuple(_team(reader, raw, index, base) for index, raw in enumerate(raw_teams))
     seen: dict[str, int] = {}
     for index, team in enumerate(teams):
@@ -375,10 +443,20 @@ def parse_league(text: str, *, path: str = "<league>", base: Path | None = None)
     games = 6
     if "games_per_match" in doc:
         games = reader.integer(doc, "games_per_match", (), 2)
+        if games > MAX_GAMES_PER_MATCH:
+            raise reader.fail(("games_per_match",), f"must be at most {MAX_GAMES_PER_MATCH}")
         if games % 2:
             raise reader.fail(
                 ("games_per_match",), "must be even: games are played in pairs on one board"
             )
+    total = _scheduled_games(league_format, len(teams), games)
+    if total > MAX_GAMES:
+        where = "games_per_match" if "games_per_match" in doc else "teams"
+        raise reader.fail(
+            (where,),
+            f"the schedule would have {total} games ({len(teams)} teams, {games} games per "
+            f"match, {league_format.value}): at most {MAX_GAMES}",
+        )
     seed = reader.integer(doc, "seed", (), 0) if "seed" in doc else 0
     concurrency = reader.integer(doc, "concurrency", (), 1) if "concurrency" in doc else 1
 
@@ -438,6 +516,8 @@ def parse_league(text: str, *, path: str = "<league>", base: Path | None = None)
         database = Path(reader.string(doc, "database", ()))
     if not database.is_absolute():
         database = base / database
+    if database.exists() and not database.is_file():
+        raise reader.fail(("database",), f"{database} exists and is not a regular file")
 
     return LeagueConfig(
         name=name,
@@ -460,10 +540,44 @@ def load_league(path: Path | str) -> LeagueConfig:
     Raises LeagueFileError (also for a file that cannot be read)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.exists() and not path.is_file():  # a FIFO would block, /dev/zero never end
+            raise LeagueFileError("not a regular file", path=str(path), line=None, key=None)
+        with path.open("rb") as file:
+            data = file.read(MAX_LEAGUE_BYTES + 1)
+        if len(data) > MAX_LEAGUE_BYTES:
+            raise LeagueFileError(
+                f"larger than {MAX_LEAGUE_BYTES} bytes: not a league file",
+                path=str(path),
+                line=None,
+                key=None,
+            )
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise LeagueFileError(
             f"cannot read: {error}", path=str(path), line=None, key=None
         ) from None
     config = parse_league(text, path=str(path), base=path.resolve().parent)
     return replace(config, source=path)
+
+
+def check_command(config: LeagueConfig, team: TeamSpec, argv: list[str]) -> None:
+    """Raise LeagueFileError (`liga.toml:7: teams[1].command: …`) when the program of a team's
+    command cannot be found or is not executable: checked before a run writes anything (a
+    store, a log folder), not at the first game."""
+    program = argv[0]
+    if shutil.which(program) is not None:
+        return
+    what = "is not executable" if Path(program).exists() else "not found"
+    index = config.teams.index(team)
+    path = str(config.source) if config.source is not None else "<league>"
+    line = None
+    if config.source is not None:
+        with contextlib.suppress(OSError, UnicodeDecodeError):  # the error still names the key
+            text = config.source.read_text(encoding="utf-8")
+            line = _KeyLines(text).line(("teams", index, "command"))
+    raise LeagueFileError(
+        f"the program {program!r} {what} (on PATH or relative to {Path.cwd()})",
+        path=path,
+        line=line,
+        key=_dotted(("teams", index, "command")),
+    )

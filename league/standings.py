@@ -27,7 +27,7 @@ from typing import Any
 
 from league.config import LeagueConfig, Tiebreak
 from league.schedule import Match
-from league.store import FinishedGame
+from league.store import StoredGame
 
 __all__ = ["MatchResult", "Standings", "TeamStanding", "compute_standings", "lot_order"]
 
@@ -195,7 +195,7 @@ class Standings:
 
 
 def compute_standings(
-    config: LeagueConfig, matches: Iterable[Match], finished: Iterable[FinishedGame]
+    config: LeagueConfig, matches: Iterable[Match], finished: Iterable[StoredGame]
 ) -> Standings:
     """Rank the teams from the recorded games of complete matches."""
     matches = tuple(matches)

@@ -24,16 +24,15 @@ The contract for a runner:
 from __future__ import annotations
 
 import enum
-import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from engine import Team
 from league import schema
+from league.backends import Backend, SQLiteBackend, StoreError, Transaction
 from league.schedule import Match, ScheduledGame, schedule_fingerprint
 
 if TYPE_CHECKING:
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Backend",
     "Claim",
-    "FinishedGame",
     "GameOutcome",
     "LeagueStore",
     "Progress",
@@ -53,16 +51,13 @@ __all__ = [
     "ScheduleMismatchError",
     "StaleAttemptError",
     "StoreError",
+    "StoredGame",
     "Transaction",
     "abandon_attempt",
     "start_attempt",
 ]
 
 DEFAULT_LEASE_SECONDS = 300.0
-
-
-class StoreError(Exception):
-    """Base of the store's errors."""
 
 
 class StaleAttemptError(StoreError):
@@ -75,89 +70,6 @@ class RecordConflictError(StoreError):
 
 class ScheduleMismatchError(StoreError):
     """The store belongs to another schedule (teams, format, games or seed changed)."""
-
-
-# ---- backend interface -------------------------------------------------------------------------
-
-
-class Transaction(Protocol):
-    """Statements inside one transaction; `?` placeholders."""
-
-    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        """Rows of a SELECT."""
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> int:
-        """Run a statement; the number of rows it changed."""
-
-
-class Backend(Protocol):
-    """A database. `transaction()` commits when the block ends normally and rolls back when it
-    raises; transactions that write must be serializable against each other for the rows
-    they touch (SQLite: one writer at a time; PostgreSQL: compare-and-set updates below)."""
-
-    def transaction(self) -> AbstractContextManager[Transaction]:
-        """A new transaction."""
-
-    def close(self) -> None:
-        """Release the connection."""
-
-
-class _SQLiteTransaction:
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self._connection = connection
-
-    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        return self._connection.execute(sql, tuple(params)).fetchall()
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> int:
-        return self._connection.execute(sql, tuple(params)).rowcount
-
-
-class SQLiteBackend:
-    """SQLite in WAL mode with `synchronous=FULL`: a committed result survives a crash of the
-    process and of the machine; readers never block the writer. One connection per backend:
-    use one backend per thread or process. Write transactions start with BEGIN IMMEDIATE, so two
-    writers queue (for up to `busy_timeout` seconds) instead of failing half-way."""
-
-    def __init__(self, path: Path | str, *, busy_timeout: float = 30.0) -> None:
-        self.path = Path(path)
-        self._connection = sqlite3.connect(
-            self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=True
-        )
-        self._set_wal(busy_timeout)
-        self._connection.execute("PRAGMA synchronous=FULL")
-        self._connection.execute("PRAGMA foreign_keys=ON")
-
-    def _set_wal(self, busy_timeout: float) -> None:
-        # Switching to WAL needs a moment of exclusive access; while another process creates
-        # the same file SQLite may answer "locked" at once instead of waiting.
-        deadline = time.monotonic() + busy_timeout
-        while True:
-            try:
-                self._connection.execute("PRAGMA journal_mode=WAL")
-                return
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[Transaction]:
-        self._connection.execute("BEGIN IMMEDIATE")
-        try:
-            yield _SQLiteTransaction(self._connection)
-        except BaseException:
-            self._connection.execute("ROLLBACK")
-            raise
-        self._connection.execute("COMMIT")
-
-    def transaction(self) -> AbstractContextManager[Transaction]:
-        """A write transaction (BEGIN IMMEDIATE … COMMIT, ROLLBACK on an exception)."""
-        return self._transaction()
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._connection.close()
 
 
 # ---- values --------------------------------------------------------------------------------
@@ -217,7 +129,7 @@ class RecordStatus(enum.Enum):
 
 
 @dataclass(frozen=True)
-class FinishedGame:
+class StoredGame:
     """A recorded game."""
 
     game: ScheduledGame
@@ -523,7 +435,7 @@ class LeagueStore:
 
     # -- reading --
 
-    def finished_games(self) -> list[FinishedGame]:
+    def finished_games(self) -> list[StoredGame]:
         """Every recorded game, in schedule order."""
         with self.backend.transaction() as tx:
             rows = tx.query(
@@ -535,7 +447,7 @@ class LeagueStore:
                 "ORDER BY g.match_id, g.game_number"
             )
         return [
-            FinishedGame(
+            StoredGame(
                 _game(row),
                 int(row[5]),
                 GameOutcome(

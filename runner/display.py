@@ -1,6 +1,7 @@
-"""Live output: a progress bar with the game lines above it on a terminal (rich), plain lines
-otherwise (a log file, CI, a pipe), where a block of figures every N games stands in for the
-bar, as fastchess prints them."""
+"""Live output of piranhas-match and piranhas-league run: a progress bar with the game lines
+above it on a terminal (rich), plain lines otherwise (a log file, CI, a pipe), where a block of
+figures (the match) or the standings (the league) every N games stands in for the bar, as
+fastchess prints them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,20 @@ from types import TracebackType
 from typing import TextIO
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 
 class Display:
     """Where the runner's lines go. Plain: straight to `out`."""
+
+    live = False  # a bar: no plain figures or standings needed in between
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
@@ -40,19 +50,22 @@ class Display:
 class LiveDisplay(Display):
     """On a terminal: a rich progress bar at the bottom, the lines scrolling above it."""
 
-    def __init__(self, out: TextIO, total: int, done: int = 0) -> None:
+    live = True
+
+    def __init__(self, out: TextIO, total: int, done: int = 0, label: str = "games") -> None:
         super().__init__(out)
         self.console = Console(file=out, highlight=False)
         self.bar = Progress(
-            TextColumn("[bold]games"),
+            TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[summary]}"),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=self.console,
             transient=True,  # the final table replaces it
         )
-        self.task = self.bar.add_task("games", total=total, completed=done, summary="")
+        self.task = self.bar.add_task(label, total=total, completed=done, summary="")
 
     def __enter__(self) -> LiveDisplay:
         self.bar.start()
@@ -76,9 +89,9 @@ class LiveDisplay(Display):
         self.bar.update(self.task, completed=done, total=total, summary=summary)
 
 
-def display_for(out: TextIO, total: int, done: int = 0) -> Display:
-    """A LiveDisplay when `out` is a terminal, else a plain one."""
+def display_for(out: TextIO, total: int, done: int = 0, label: str = "games") -> Display:
+    """A LiveDisplay (its bar named `label`) when `out` is a terminal, else a plain one."""
     isatty = getattr(out, "isatty", None)
     if isatty is not None and isatty():
-        return LiveDisplay(out, total, done)
+        return LiveDisplay(out, total, done, label)
     return Display(out)

@@ -1,7 +1,7 @@
 """The match core: one game between two launched players on a prepared room, watched by an
 admin session (which prepares the room, observes it and cancels it if the game goes wrong).
 
-Reusable by a league: players come from launchers (runner.players), not from subprocess code
+Reusable by a league: players come from launchers (runner.processes), not from subprocess code
 here, and the caller decides what to do with the observed game (count, save, report).
 """
 
@@ -31,6 +31,9 @@ from server.recorder import FinishedGame
 PROCESS_EXIT_WAIT = 5.0  # after the result, as the official client
 CRASH_GRACE = 3.0  # a player that exits may have seen the result before the observer did
 ANSWER_TIMEOUT = 15.0  # for the server's answer to prepare/observe
+# Seconds a game may take beyond its own limit (every move at the hard timeout for a match, the
+# league's game limit) before the runner gives it up as hung: start-up, a slow CI machine.
+GAME_MARGIN = 60.0
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from launching import MatchError, PlayerLauncher
-from runner.players import ProcessLauncher
+from runner.processes import ProcessLauncher
 
 DOCKER_PREFIX = "docker:"
 

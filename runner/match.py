@@ -27,7 +27,7 @@ from runner.options import Options
 from runner.reaper import BotReaper
 from runner.reproduce import write_reproducer
 from runner.schedule import Schedule
-from runner.scores import Match
+from runner.scores import Scoreboard
 from runner.timing import TimeReport, irregular_loss
 from server.config import ConfigError, load_settings
 from server.exits import ExitCode
@@ -36,7 +36,7 @@ DEFAULT_HARD_TIMEOUT = 10.0  # the official hard timeout; assumed for a server w
 DEFAULT_SOFT_TIMEOUT = 2.0  # the official soft timeout (the 2 s move clock), assumed likewise
 
 
-async def run_match(options: Options, match: Match, events: EventLog | None = None) -> int:
+async def run_match(options: Options, match: Scoreboard, events: EventLog | None = None) -> int:
     """Play the games; returns the exit status. Raises MatchError for the status-2 ends.
     Games already in `match.played` (a resumed run) are not played again."""
     events = events or EventLog(None)
@@ -77,7 +77,7 @@ async def run_match(options: Options, match: Match, events: EventLog | None = No
 
 
 async def play(
-    options: Options, match: Match, events: EventLog, server: ServerAddress, reaper: BotReaper
+    options: Options, match: Scoreboard, events: EventLog, server: ServerAddress, reaper: BotReaper
 ) -> None:
     """Play the games not played yet on `server`, recording each as it ends."""
     if options.concurrency > 1:
@@ -129,7 +129,7 @@ async def play(
     await schedule.play()
 
 
-def board_drawer(match: Match) -> Watcher:
+def board_drawer(match: Scoreboard) -> Watcher:
     """Draws each observed state with bots.render (the move just made highlighted)."""
     from bots.render import render, use_colour
 

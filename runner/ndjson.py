@@ -36,7 +36,7 @@ from typing import Any, TextIO
 from engine import GameResult, PlayerEntry, Team
 from launching import MatchError
 from runner.options import Options
-from runner.scores import GameSummary, Match, player_at
+from runner.scores import GameSummary, Scoreboard, player_at
 
 
 class EventLog:
@@ -127,12 +127,12 @@ class EventLog:
             notes=summary.notes,
         )
 
-    def stats(self, match: Match) -> None:
+    def stats(self, match: Scoreboard) -> None:
         """The tally so far, from player1's side."""
         self.write("stats", **stats_fields(match))
 
     def run_end(
-        self, status: str, played: int, error: str | None = None, match: Match | None = None
+        self, status: str, played: int, error: str | None = None, match: Scoreboard | None = None
     ) -> None:
         """The end of the run (also after Ctrl+C or an error), with the final figures and
         the move times when there is a match."""
@@ -149,7 +149,7 @@ def finite(value: float) -> float | None:
     return round(value, 4) if math.isfinite(value) else None
 
 
-def stats_fields(match: Match) -> dict[str, Any]:
+def stats_fields(match: Scoreboard) -> dict[str, Any]:
     """Player1's tally and figures: W/D/L, Siegpunkte, Elo ± 95 % CI, nElo, LOS, draw
     ratio, the pentanomial with paired boards, the SPRT's LLR and state with --sprt."""
     losses, draws, wins = match.trinomial()
@@ -191,20 +191,110 @@ class Resumed:
     games: list[GameSummary]
 
 
-def read_resume(path: Path, options: Options) -> Resumed:
-    """The finished games of the stream at `path`; raises MatchError when it is missing,
-    unreadable or belongs to another match (other players, number of games or seed)."""
+# A game_end line is a few KB (60 move times twice, notes): a line far longer is not one.
+MAX_RESUME_LINE = 1 << 20
+MAX_SIEGPUNKTE = 2  # a game gives 2 (win), 1 (draw) or 0 (§6.3)
+MAX_SWARM = 10_000  # far above any swarm of a 10×10 board; refuses 1e30 and the like
+MAX_TURN = 10_000
+
+
+class _BadEvent(Exception):
+    """A game_end event that is not what this runner writes; the message names the key."""
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _integer(event: dict[str, Any], key: str, low: int, high: int) -> int:
+    value = event.get(key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _BadEvent(f"{key} must be an integer, got {value!r:.60}")
+    if not low <= value <= high:
+        raise _BadEvent(f"{key} must be {low}..{high}, got {value}")
+    return value
+
+
+def _pair_of_integers(event: dict[str, Any], key: str, high: int) -> None:
+    values = event.get(key)
+    if not isinstance(values, list) or len(values) != 2:
+        raise _BadEvent(f"{key} must be a list of 2 integers, got {values!r:.60}")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= high:
+            raise _BadEvent(f"{key} must be integers 0..{high}, got {values!r:.60}")
+
+
+def check_game_end(event: dict[str, Any], options: Options) -> None:
+    """Raise _BadEvent unless `event` is a game_end this match could have written: a game
+    number of this match, its two players, scores within what a game gives."""
+    for key in ("game", "room", "players", "one", "winner", "regular", "reason"):
+        if key not in event:
+            raise _BadEvent(f"no key {key!r}")
+    _integer(event, "game", 1, options.games)
+    players = event["players"]
+    if (
+        not isinstance(players, list)
+        or len(players) != 2
+        or sorted(players) != sorted(options.names)
+    ):
+        raise _BadEvent(
+            f"players must be this match's two players {list(options.names)}, got {players!r:.80}"
+        )
+    _integer(event, "one", 0, 1)
+    if event["winner"] is not None and event["winner"] not in players:
+        raise _BadEvent(f"winner must be one of the players or null, got {event['winner']!r:.60}")
+    if not isinstance(event["regular"], bool):
+        raise _BadEvent(f"regular must be true or false, got {event['regular']!r:.60}")
+    if not isinstance(event["room"], str) or not isinstance(event["reason"], str):
+        raise _BadEvent("room and reason must be strings")
+    _pair_of_integers(event, "siegpunkte", MAX_SIEGPUNKTE)
+    _pair_of_integers(event, "schwarmgroesse", MAX_SWARM)
+    if event.get("turn") is not None:
+        _integer(event, "turn", 0, MAX_TURN)
+    seed = event.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise _BadEvent(f"seed must be an integer or null, got {seed!r:.60}")
+    notes = event.get("notes")
+    if notes is not None and (
+        not isinstance(notes, list) or not all(isinstance(note, str) for note in notes)
+    ):
+        raise _BadEvent("notes must be a list of strings")
+
+
+def _lines(path: Path) -> list[bytes]:
+    """The stream's lines, none longer than MAX_RESUME_LINE (a longer one is an error)."""
+    if path.exists() and not path.is_file():  # a FIFO would block the open
+        raise MatchError(f"--resume: {path} is not a regular file")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        with path.open("rb") as file:
+            lines: list[bytes] = []
+            while line := file.readline(MAX_RESUME_LINE + 1):
+                if len(line) > MAX_RESUME_LINE:
+                    raise MatchError(
+                        f"--resume: {path}:{len(lines) + 1} is longer than "
+                        f"{MAX_RESUME_LINE} bytes: not an event line"
+                    )
+                lines.append(line)
+            return lines
     except OSError as error:
         raise MatchError(f"--resume: cannot read {path}: {error}") from None
+
+
+def read_resume(path: Path, options: Options) -> Resumed:
+    """The finished games of the stream at `path`; raises MatchError when it is missing,
+    unreadable, belongs to another match (other players, number of games or seed), or has an
+    event this runner would not have written (a game number out of range, scores no game
+    gives, NaN, a missing key): the stream decides what is counted, so every line is checked."""
+    lines = _lines(path)
     games: dict[int, GameSummary] = {}
     start: dict[str, Any] | None = None
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
+            event = json.loads(line, parse_constant=_reject_constant)
+            if not isinstance(event, dict):
+                raise TypeError("not an object")
             kind = event["event"]
         except (ValueError, TypeError, KeyError):
             # An interrupted write leaves at most a torn last line.
@@ -214,6 +304,10 @@ def read_resume(path: Path, options: Options) -> Resumed:
         if kind == "run_start" and start is None:
             start = event
         elif kind == "game_end":
+            try:
+                check_game_end(event, options)
+            except _BadEvent as error:
+                raise MatchError(f"--resume: {path}:{number}: game_end: {error}") from None
             games[event["game"]] = summary_of(event)
     if start is None:
         raise MatchError(f"--resume: {path} has no run_start event")

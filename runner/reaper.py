@@ -1,14 +1,14 @@
 """No bot left behind: every process a bot started dies with the bot's game, and with the
 command that started it, however that command ends (SIGKILL included).
 
-A bot runs in a session and process group of its own (runner.players), so stopping it kills
+A bot runs in a session and process group of its own (runner.processes), so stopping it kills
 the group. That misses children that moved to a group or session of their own (setpgid,
 setsid, a daemonizing helper). Two more mechanisms catch them:
 
 - This process is a child subreaper (prctl PR_SET_CHILD_SUBREAPER) while a `BotReaper` is open:
   a bot's orphaned descendants are re-parented to us instead of init. After a player is
   stopped, `sweep` kills and reaps every child of ours that belongs to it: it carries the
-  player's token in its environment (`TOKEN_VARIABLE`, set by runner.players), or it is still
+  player's token in its environment (`TOKEN_VARIABLE`, set by runner.processes), or it is still
   in the player's process group or session (a zombie keeps those).
 - A companion process kills what is still registered when this process ends in any way: it
   reads `+ PGID TOKEN` / `- PGID TOKEN` lines and acts when its stdin reaches EOF, which the
@@ -35,7 +35,7 @@ from pathlib import Path
 import trio
 
 from launching import PlayerLauncher
-from runner.players import TOKEN_VARIABLE, ProcessLauncher, ProcessPlayer
+from runner.processes import TOKEN_VARIABLE, ProcessLauncher, ProcessPlayer
 
 __all__ = ["BotReaper", "ReapedLauncher", "ReapedPlayer", "reaped"]
 
@@ -239,7 +239,7 @@ class ReapedPlayer:
         return await self.player.wait()
 
     async def stop(self) -> bool:
-        """Stop the process group (runner.players), sweep its escaped descendants, then
+        """Stop the process group (runner.processes), sweep its escaped descendants, then
         unregister it. Shielded: this runs in cleanups after Ctrl+C."""
         try:
             return await self.player.stop()

@@ -46,7 +46,7 @@ from protocol.replay import write_replay
 from runner.game import Observation, file_safe, log_path
 from runner.inprocess import in_process_server
 from runner.options import PROGRAM
-from runner.players import ProcessPlayer, start_process
+from runner.processes import ProcessPlayer, start_process
 from runner.reaper import BotReaper
 from runner.timing import CRASH, violation_kind
 from server.config import Settings

@@ -9,20 +9,50 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import trio
 
+from client import ClientSession
 from engine import ROUND_LIMIT
 from launching import MatchError, PlayerLauncher
-from runner.game import GameSpec, Observation, ServerAddress, Watcher, admin_session, play_game
+from runner.game import (
+    GAME_MARGIN,
+    GameSpec,
+    Observation,
+    ServerAddress,
+    Watcher,
+    admin_session,
+    play_game,
+)
 from runner.launchers import launcher_for
 from runner.options import Options
 from runner.reaper import BotReaper, reaped
-from runner.scores import Match, first_player
+from runner.scores import Scoreboard, first_player
 from runner.stats import SprtStatus
 from server.exits import first_leaf
 
-GAME_MARGIN = 60.0  # seconds on top of "every move takes the hard timeout": start-up, slow CI
+T = TypeVar("T")
+
+
+async def worker_pool(
+    server: ServerAddress,
+    workers: int,
+    take: Callable[[int], Awaitable[T | None]],
+    play: Callable[[ClientSession, T], Awaitable[None]],
+) -> None:
+    """`workers` tasks at once, each on an admin connection of its own: worker `index` plays
+    what `take(index)` hands it until that is None. The first failure cancels the others (trio
+    raises it in an exception group). The one pool of piranhas-match and the league."""
+
+    async def worker(index: int) -> None:
+        async with admin_session(server) as admin:
+            while (item := await take(index)) is not None:
+                await play(admin, item)
+
+    async with trio.open_nursery() as nursery:
+        for index in range(workers):
+            nursery.start_soon(worker, index)
 
 
 def board_seed(seed: int, pair: int) -> int:
@@ -47,13 +77,13 @@ class Schedule:
     def __init__(
         self,
         options: Options,
-        match: Match,
+        match: Scoreboard,
         server: ServerAddress,
         record: Callable[[Observation], Awaitable[None]],
         launchers: tuple[PlayerLauncher, PlayerLauncher] | None = None,
         *,
         done: frozenset[int] = frozenset(),
-        counted: Callable[[Match], None] | None = None,
+        counted: Callable[[Scoreboard], None] | None = None,
         watch: Watcher | None = None,
         reaper: BotReaper | None = None,
     ) -> None:
@@ -74,7 +104,7 @@ class Schedule:
         self.pending = [index for index in range(options.games) if index + 1 not in done]
         self.paired = options.seed is not None  # until the server shows it ignores seeds
         self.decided: SprtStatus | None = None  # the SPRT's decision, once made
-        self._nursery: trio.Nursery | None = None
+        self._scope: trio.CancelScope | None = None
         # A game has at most 2 * ROUND_LIMIT moves, each at most a hard timeout long.
         self.game_limit = (
             options.game_timeout or 2 * ROUND_LIMIT * server.hard_timeout + GAME_MARGIN
@@ -89,10 +119,13 @@ class Schedule:
             self.decided = decision
             return
         try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                for _ in range(min(self.options.concurrency, len(self.pending))):
-                    nursery.start_soon(self._worker)
+            with trio.CancelScope() as self._scope:
+                await worker_pool(
+                    self.server,
+                    min(self.options.concurrency, len(self.pending)),
+                    self._take,
+                    self._play,
+                )
         except BaseExceptionGroup as group:
             # The first failure cancels the other games; report it, not the group.
             failures, others = group.split(MatchError)
@@ -112,36 +145,36 @@ class Schedule:
             f"({len(self.pending)} games not played)"
         )
         self.pending.clear()
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
+        if self._scope is not None:
+            self._scope.cancel()
 
-    async def _worker(self) -> None:
+    async def _take(self, _worker: int) -> int | None:
+        return self.pending.pop(0) if self.pending else None
+
+    async def _play(self, admin: ClientSession, index: int) -> None:
         server = self.server
-        async with admin_session(server) as admin:
-            while self.pending:
-                index = self.pending.pop(0)
-                spec = game_spec(self.options, index, paired=self.paired)
-                observation = await play_game(
-                    spec,
-                    self.launchers,
-                    admin,
-                    server,
-                    self.options.log_dir,
-                    self.game_limit,
-                    self.watch,
-                )
-                if observation.seeded_board is False and self.paired:
-                    self.paired = False
-                    self.match.say(
-                        "note: the server ignores the board seed of <prepare> (not this "
-                        "project's server?): boards are random, games are not paired"
-                    )
-                if server.games is not None:
-                    observation.server_game = server.games.take(observation.summary.room_id)
-                await self.record(observation)
-                self.match.record(observation.summary)
-                if self.counted is not None:
-                    self.counted(self.match)
-                decision = self.match.sprt_status()
-                if decision is not None and decision is not SprtStatus.CONTINUE:
-                    self._stop_early(decision)
+        spec = game_spec(self.options, index, paired=self.paired)
+        observation = await play_game(
+            spec,
+            self.launchers,
+            admin,
+            server,
+            self.options.log_dir,
+            self.game_limit,
+            self.watch,
+        )
+        if observation.seeded_board is False and self.paired:
+            self.paired = False
+            self.match.say(
+                "note: the server ignores the board seed of <prepare> (not this "
+                "project's server?): boards are random, games are not paired"
+            )
+        if server.games is not None:
+            observation.server_game = server.games.take(observation.summary.room_id)
+        await self.record(observation)
+        self.match.record(observation.summary)
+        if self.counted is not None:
+            self.counted(self.match)
+        decision = self.match.sprt_status()
+        if decision is not None and decision is not SprtStatus.CONTINUE:
+            self._stop_early(decision)

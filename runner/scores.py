@@ -67,7 +67,7 @@ def first_player(game_index: int) -> int:
 
 
 @dataclass
-class Match:
+class Scoreboard:
     """The run's tally and its printed output."""
 
     names: tuple[str, str]

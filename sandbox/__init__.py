@@ -1,6 +1,6 @@
 """Bots sandboxed like the contest: each in its own Docker container with one CPU, 1.5 GB
 without swap, no network but the game server (docs/sandbox.md). The game server never imports
-this package; the match core uses it through runner.players' launcher interface."""
+this package; the match core uses it through runner.processes' launcher interface."""
 
 from sandbox.docker import DockerError, docker_available
 from sandbox.launcher import (

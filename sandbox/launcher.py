@@ -23,7 +23,7 @@ import re
 import secrets
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ import structlog
 import trio
 
 from launching import MatchError
+from launching.botlog import BoundedLog
 from sandbox.docker import DockerError, docker, docker_cli, remove_containers
 
 BOT_BASE_IMAGE = "piranhas/bot-base:bookworm"
@@ -55,11 +56,16 @@ class Limits:
     memory_mib: int = 1536  # also the memory+swap limit: no swap
     pids: int = 256
     tmpfs_mib: int = 256  # /tmp, the only writable place (counts against the memory)
+    # A fraction of one CPU (`--cpus`, a CFS quota) on top of the pinning: piranhas-check
+    # throttles a bot to the contest machine's speed with it (docs/check.md). None: no quota.
+    cpu_quota: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("cpus", "memory_mib", "pids", "tmpfs_mib"):
             if getattr(self, name) < 1:
                 raise ValueError(f"limit {name} must be at least 1, got {getattr(self, name)}")
+        if self.cpu_quota is not None and not 0.01 <= self.cpu_quota <= self.cpus:
+            raise ValueError(f"cpu_quota must be in [0.01, {self.cpus}], got {self.cpu_quota}")
 
 
 class CpuRotation:
@@ -138,10 +144,12 @@ class ContainerPlayer:
         logs: trio.Process,
         limits: Limits,
         cli: str,
+        bot_log: BoundedLog | None = None,
     ) -> None:
         self.bot = bot
         self.relay = relay
         self.logs = logs
+        self.bot_log = bot_log
         self.limits = limits
         self.cli = cli
         self._returncode: int | None = None
@@ -202,12 +210,19 @@ class ContainerPlayer:
                 if self.logs.returncode is None:
                     self.logs.kill()
                     await self.logs.wait()
+                if self.bot_log is not None:
+                    await trio.to_thread.run_sync(self.bot_log.finish, LOGS_DRAIN)
                 try:
                     await remove_containers([self.bot, self.relay], cli=self.cli)
                     self.removed = True
                 except DockerError as error:
                     log.error("bot container left behind", container=self.bot, error=str(error))
         return running
+
+
+def contest_short_form(reservation: str) -> list[str]:
+    """`-h gameserver -p 13050 -r CODE`, as the contest starts a bot."""
+    return ["-h", CONTEST_HOST, "-p", str(CONTEST_PORT), "-r", reservation]
 
 
 class ContainerLauncher:
@@ -230,8 +245,12 @@ class ContainerLauncher:
         relay_image: str = BOT_BASE_IMAGE,
         cpus: CpuRotation | None = None,
         cli: str | None = None,
+        arguments: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.image = image
+        # The bot's arguments for a reservation; the contest's short form unless given
+        # (piranhas-check tries the long forms and other orders too).
+        self.arguments = arguments or contest_short_form
         self.server_socket = server_socket.absolute()
         self.limits = limits or Limits()
         self.run_id = run_id or secrets.token_hex(4)
@@ -260,35 +279,36 @@ class ContainerLauncher:
                 f"{prefix}-bot",
                 *self.bot_flags(relay, game),
                 self.image,
-                "-h",
-                CONTEST_HOST,
-                "-p",
-                str(CONTEST_PORT),
-                "-r",
-                reservation,
+                *self.arguments(reservation),
                 cli=self.cli,
             )
             started.append(bot)
-            with log_path.open("wb") as log_file:
+            # Bounded like a process player's log (launching.botlog): its head and tail.
+            bot_log = BoundedLog(log_path)
+            try:
                 logs = await trio.lowlevel.open_process(
                     [self.cli, "logs", "--follow", bot],
                     stdin=subprocess.DEVNULL,
-                    stdout=log_file,
+                    stdout=bot_log.writer,
                     stderr=subprocess.STDOUT,
                 )
+            finally:
+                bot_log.started()
         except (DockerError, OSError) as error:
             # Shielded: also on Ctrl+C; a failure here is left to the next start's sweep.
             with trio.CancelScope(shield=True), contextlib.suppress(DockerError):
                 await remove_containers(started, cli=self.cli)
             message = f"cannot start {name} in a container ({self.image}): {error}"
             raise MatchError(message) from None
-        return ContainerPlayer(bot, relay, logs, self.limits, self.cli)
+        return ContainerPlayer(bot, relay, logs, self.limits, self.cli, bot_log)
 
     def bot_flags(self, relay: str, game: str) -> list[str]:
         """The `docker run` flags of a bot container (without name and image)."""
         limits = self.limits
         cores = self.cpus.take(limits.cpus) if limits.pin_cpus else None
         cpu_flags = ["--cpuset-cpus", cores] if cores else ["--cpus", str(limits.cpus)]
+        if limits.cpu_quota is not None:
+            cpu_flags = [*(cpu_flags if cores else []), "--cpus", f"{limits.cpu_quota:.3f}"]
         return [
             *labels("bot", self.run_id, self.match_id, game),
             "--network",

@@ -76,6 +76,11 @@ class Settings:
     # The web viewer (web/): its port (None = off, the default) and listen address.
     web_port: int | None = None
     web_host: str = "127.0.0.1"
+    # The web port's own admission limits (docs/web.md), and the reverse proxies whose
+    # X-Forwarded-For/-Proto it believes.
+    web_max_connections: int = 1000
+    web_max_connections_per_address: int = 64
+    web_trusted_proxies: tuple[str, ...] = ()
     # A league the viewer shows (/league): its league file and store (None = the file's
     # `database`). Only read by web/, which opens the store read-only.
     web_league: Path | None = None

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from protocol.limits import DEFAULT_MAX_PACKET_BYTES
 from server.values import (
     ConfigError,
+    parse_addresses,
     parse_bool,
     parse_choice,
     parse_host,
@@ -298,6 +299,30 @@ OPTIONS = (
         parse_host,
         "listen address of the web viewer (default 127.0.0.1)",
         "ADDR",
+    ),
+    Option(
+        "web_max_connections",
+        "webMaxConnections",
+        ("--web-max-connections", "--webMaxConnections"),
+        positive_int(1),
+        "connections to the web viewer at once, WebSockets included (default 1000)",
+        "N",
+    ),
+    Option(
+        "web_max_connections_per_address",
+        "webMaxConnectionsPerAddress",
+        ("--web-max-connections-per-address", "--webMaxConnectionsPerAddress"),
+        positive_int(1),
+        "web viewer connections per remote address (default 64; loopback exempt, as the game port)",
+        "N",
+    ),
+    Option(
+        "web_trusted_proxies",
+        "webTrustedProxies",
+        ("--web-trusted-proxies", "--webTrustedProxies"),
+        parse_addresses,
+        "reverse proxies (comma-separated addresses) whose X-Forwarded-For/-Proto are believed",
+        "ADDR,...",
     ),
     Option(
         "web_league",

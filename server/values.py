@@ -4,6 +4,7 @@ caller adds which key or flag and where it came from)."""
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -120,3 +121,11 @@ def parse_host(text: str) -> str:
     if not stripped:
         raise ValueError("empty host")
     return stripped
+
+
+def parse_addresses(text: str) -> tuple[str, ...]:
+    """A comma-separated list of IP addresses ("" = none)."""
+    addresses = tuple(part.strip() for part in text.split(",") if part.strip())
+    for address in addresses:
+        ipaddress.ip_address(address)  # ValueError names it
+    return addresses

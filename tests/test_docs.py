@@ -168,7 +168,7 @@ def test_the_package_table_check_sees_a_disagreement() -> None:
 README = ROOT / "README.md"
 TESTS_README = ROOT / "tests" / "README.md"
 MKDOCS = ROOT / "mkdocs.yml"
-_COMMAND = re.compile(r"^\s*(piranhas-(?:server|match|league|bot))\b", re.MULTILINE)
+_COMMAND = re.compile(r"^\s*(piranhas-[a-z]+)(?=\s|$)", re.MULTILINE)  # a bare command line
 _ACTIVATE = ". .venv/bin/activate"
 _TEST_TIME = re.compile(r"about\s+(\d+)\s+minutes\s+on\s+2\s+cores")
 
@@ -276,3 +276,17 @@ def test_the_strict_site_build_fails_on_a_broken_link_or_a_page_left_out(
     (tmp_path / "docs" / "left-out.md").write_text("# Left out\n", encoding="utf-8")
     left_out = build_site(tmp_path)
     assert left_out.returncode != 0 and "left-out.md" in left_out.stderr, left_out.stderr
+
+
+def test_every_link_of_the_readmes_leads_somewhere() -> None:
+    """README.md and tests/README.md are read on the forge, outside the site: their relative
+    links name files of the repository."""
+    broken = []
+    for readme in (README, TESTS_README):
+        text = readme.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            if not (readme.parent / target.split("#")[0]).exists():
+                broken.append(f"{readme.relative_to(ROOT)}: {target}")
+    assert broken == []

@@ -12,7 +12,6 @@ import json
 import random
 import secrets
 import time
-import zlib
 from collections.abc import Awaitable, Callable
 from functools import partial
 from importlib import resources
@@ -20,33 +19,41 @@ from pathlib import Path
 from typing import Any
 
 import hypercorn.config
-import hypercorn.trio
 import structlog
 import trio
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from client import ConnectionClosed
-from engine import Direction, Move, Team
-from protocol import GAME_TYPE, RemoteProtocolError
+from engine import Direction, Move
+from protocol import GAME_TYPE
 from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
-from protocol.replay import read_replay
 from server.config import Settings
-from server.feed import ObserverFeed
+from server.feed import LoginGate, ObserverFeed
+from server.limits import address_key, connection_cap, is_loopback, raise_descriptor_limit
+from web import listen
 from web.auth import COOKIE, CSRF_HEADER, SESSION_SECONDS, Session, Sessions, csrf_ok, same_origin
 from web.board import legal_targets, state_json
-from web.hub import Change, GameHub, _result_json
-from web.league import (
-    LeagueUnavailable,
-    LeagueView,
-    RecordError,
-    looks_like_record,
-    record_replay,
+from web.gate import AsyncGate, GateUnavailable, LocalGate, OpenGate
+from web.http import (
+    PAGE_HEADERS,
+    BodyTimeout,
+    BodyTooLarge,
+    client_gone,
+    error,
+    json_body,
+    refuse_large_body,
+    refuse_slow_body,
 )
+from web.hub import Change, GameHub, result_json
+from web.league import LeagueView
+from web.league_routes import LeagueRoutes
+from web.listen import ProxyHeaders, WebAdmission
+from web.replays import ReplayRoutes
 from web.sc import HumanPlayer, admin_request
 
 log = structlog.get_logger("web")
@@ -55,10 +62,13 @@ STATIC = Path(str(resources.files("web") / "static"))
 # Snapshots per second per viewer at most: latest state wins, nothing queues up.
 VIEWER_RATE = 4.0
 PLAYER_RATE = 10.0
-MAX_UPLOAD_BYTES = 4 * 1024 * 1024  # an official replay is ~100 KiB, gzipped far less
-MAX_REPLAY_BYTES = 32 * 1024 * 1024  # after gunzip (no zip bombs)
 MAX_HUMANS = 100
+# Games a visitor without a login may play at once (open play: see `WebViewer.open_play`).
+MAX_GAMES_PER_SESSION = 2
 LOGIN_FAILURE_DELAY = 1.0
+# Pages send moves of ~50 bytes and nothing else: a larger WebSocket message closes the socket
+# (1009) before it is buffered.
+WS_MAX_MESSAGE = 4096
 
 
 class WebViewer:
@@ -75,6 +85,16 @@ class WebViewer:
         self.port = port if port is not None else settings.web_port
         self.url = ""  # set once it listens
         self.viewers = 0  # open live sockets (each one task pair while open)
+        self.sockets_by_address: dict[str, int] = {}
+        # A person may play without the admin password when only this machine can reach the
+        # viewer: it listens on loopback and no proxy forwards others to it.
+        self.open_play = is_loopback(settings.web_host) and not settings.web_trusted_proxies
+        self.admission = WebAdmission(
+            connection_cap(settings.web_max_connections, raise_descriptor_limit()),
+            settings.web_max_connections_per_address,
+            limit_loopback=settings.per_address_limit_on_loopback,
+            proxies=settings.web_trusted_proxies,
+        )
         self.game_port = 0
         self._nursery: trio.Nursery | None = None
         self.league = (
@@ -82,6 +102,7 @@ class WebViewer:
             if settings.web_league is not None
             else None
         )
+        self.gate: AsyncGate = LocalGate(OpenGate())
         self.app = self._build_app()
 
     @property
@@ -89,24 +110,27 @@ class WebViewer:
         """The lobby's observer feed."""
         return self.hub
 
+    def use_login_gate(self, gate: LoginGate) -> None:
+        """Logins from now on count against the game server's lockout (`GuardsLogins`)."""
+        self.gate = LocalGate(gate)
+
     async def run(
         self, game_port: int, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         """Serve HTTP until cancelled."""
         self.game_port = game_port
         config = hypercorn.config.Config()
-        host = self.settings.web_host
-        bind_host = f"[{host}]" if ":" in host else host
-        config.bind = [f"{bind_host}:{self.port or 0}"]
         config.accesslog = None  # request lines could carry tokens; errors still log
         config.include_server_header = False
         config.graceful_timeout = 1.0
+        config.websocket_max_message_size = WS_MAX_MESSAGE
+        config.backlog = 1024  # a burst of viewers connecting at once is not refused
+        app = ProxyHeaders(self.app, self.settings.web_trusted_proxies)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            binds = await nursery.start(
-                partial(hypercorn.trio.serve, self.app, config)  # type: ignore[arg-type]
+            self.url = await nursery.start(
+                listen.serve, app, config, self.settings.web_host, self.port or 0, self.admission
             )
-            self.url = binds[0]
             log.info("web viewer listening", url=self.url)
             # The viewer's libraries add some ten thousand long-lived objects that every full
             # collection of the cyclic GC would scan again (milliseconds each, while a move
@@ -133,28 +157,32 @@ class WebViewer:
                 Route("/api/logout", self._guard(self._logout, admin=False), methods=["POST"]),
                 Route("/api/rooms", self._rooms),
                 Route("/api/games/{room_id}", self._game),
-                Route("/api/replays", self._replays),
-                Route("/api/replays/upload", self._upload, methods=["POST"]),
-                Route("/api/replays/{name}", self._replay),
-                Route("/api/league", self._league),
-                Route("/api/league/matches/{match_id:int}", self._league_match),
-                Route("/api/league/records/{match_id:int}/{number:int}", self._league_replay),
-                Route("/api/league/records/{match_id:int}/{number:int}.xml", self._league_record),
+                *ReplayRoutes(self.settings.replay_dir).routes(),
+                *LeagueRoutes(self.league).routes(),
                 Route("/api/admin/prepare", self._guard(self._prepare), methods=["POST"]),
                 Route("/api/admin/pause", self._guard(self._pause), methods=["POST"]),
                 Route("/api/admin/step", self._guard(self._step), methods=["POST"]),
                 Route("/api/admin/cancel", self._guard(self._cancel), methods=["POST"]),
-                Route("/api/play", self._guard(self._play), methods=["POST"]),
+                Route(
+                    "/api/play",
+                    self._guard(self._play, admin=not self.open_play),
+                    methods=["POST"],
+                ),
                 WebSocketRoute("/ws/lobby", self._ws_lobby),
                 WebSocketRoute("/ws/game/{room_id}", self._ws_game),
                 WebSocketRoute("/ws/play/{token}", self._ws_play),
                 Mount("/static", StaticFiles(directory=STATIC), name="static"),
-            ]
+            ],
+            exception_handlers={
+                BodyTooLarge: refuse_large_body,
+                BodyTimeout: refuse_slow_body,
+                ClientDisconnect: client_gone,
+            },
         )
 
     def _page(self, name: str) -> Callable[[Request], Awaitable[Response]]:
         async def serve_page(request: Request) -> Response:
-            return FileResponse(STATIC / name, headers=_PAGE_HEADERS)
+            return FileResponse(STATIC / name, headers=PAGE_HEADERS)
 
         return serve_page
 
@@ -168,9 +196,15 @@ class WebViewer:
         fresh = session is None
         if session is None:
             session = self.sessions.create()
-        response = JSONResponse({"admin": session.admin, "csrf": session.csrf})
+        response = JSONResponse(
+            {
+                "admin": session.admin,
+                "play": session.admin or self.open_play,
+                "csrf": session.csrf,
+            }
+        )
         if fresh:
-            _set_cookie(response, session)
+            _set_cookie(response, session, request)
         return response
 
     async def _config(self, request: Request) -> Response:
@@ -186,23 +220,36 @@ class WebViewer:
     async def _login(self, request: Request) -> Response:
         session = self._session(request)
         if session is None or not self._request_allowed(request, session):
-            return _error(403, "cross-site request or missing CSRF token refused")
-        body = await _json_body(request)
+            return error(403, "cross-site request or missing CSRF token refused")
+        body = await json_body(request)
         password = body.get("password") if isinstance(body, dict) else None
-        admin = self.sessions.login(session, password) if isinstance(password, str) else None
-        if admin is None:
-            log.info("web login failed")  # never the password
-            await trio.sleep(LOGIN_FAILURE_DELAY)  # slows down guessing
-            return _error(403, "wrong password")
-        log.info("web login")
-        response = JSONResponse({"admin": True, "csrf": admin.csrf})
-        _set_cookie(response, admin)
+        address = _client_address(request)
+        try:
+            # The game server's lockout, shared with its admin port: a locked-out address
+            # is refused without a look at the password.
+            remaining = await self.gate.check(address)
+            if remaining > 0:
+                return error(429, f"too many failed logins: try again in {remaining:.0f} s")
+            admin = self.sessions.login(session, password) if isinstance(password, str) else None
+            if admin is None:
+                failure = await self.gate.fail(address)
+                log.info("web login failed", address=address, failures=failure.failures)
+                await trio.sleep(LOGIN_FAILURE_DELAY)  # slows down guessing
+                return error(403, "wrong password")
+            await self.gate.succeed(address)
+        except GateUnavailable:
+            return error(503, "logins are not possible right now")
+        log.info("web login", address=address)
+        response = JSONResponse({"admin": True, "play": True, "csrf": admin.csrf})
+        _set_cookie(response, admin, request)
         return response
 
     async def _logout(self, request: Request, session: Session) -> Response:
         self.sessions.logout(session)
         response = JSONResponse({"admin": False})
-        response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+        response.delete_cookie(
+            COOKIE, path="/", httponly=True, samesite="strict", secure=_secure(request)
+        )
         return response
 
     def _request_allowed(self, request: Request, session: Session) -> bool:
@@ -221,9 +268,9 @@ class WebViewer:
         async def guarded(request: Request) -> Response:
             session = self._session(request)
             if session is None or not self._request_allowed(request, session):
-                return _error(403, "cross-site request or missing CSRF token refused")
+                return error(403, "cross-site request or missing CSRF token refused")
             if admin and not session.admin:
-                return _error(401, "log in as admin first")
+                return error(401, "log in as admin first")
             return await handler(request, session)
 
         return guarded
@@ -236,14 +283,35 @@ class WebViewer:
     async def _game(self, request: Request) -> Response:
         view = self.hub.games.get(request.path_params["room_id"])
         if view is None:
-            return _error(404, "no such game")
+            return error(404, "no such game")
         return Response(view.to_json(), media_type="application/json")
 
     async def _ws_lobby(self, websocket: WebSocket) -> None:
+        if await self._refused(websocket):
+            return
         await websocket.accept()
         await self._pump(websocket, self.hub.lobby, self.hub.lobby_json)
 
+    async def _refused(self, websocket: WebSocket) -> bool:
+        """Over a WebSocket cap (total, per address): refused before the handshake (an HTTP
+        403), so it never holds a socket's buffers. The TCP connections are capped by
+        `web.listen` too; this also counts sockets that share a connection (HTTP/2)."""
+        address = _client_address(websocket)
+        settings = self.settings
+        exempt = address in self.admission.proxies or (
+            is_loopback(address) and not settings.per_address_limit_on_loopback
+        )
+        if self.viewers >= self.admission.cap or (
+            not exempt
+            and self.sockets_by_address.get(address, 0) >= settings.web_max_connections_per_address
+        ):
+            await websocket.close(code=1013)  # before accept: the handshake is refused
+            return True
+        return False
+
     async def _ws_game(self, websocket: WebSocket) -> None:
+        if await self._refused(websocket):
+            return
         await websocket.accept()
         view = self.hub.games.get(websocket.path_params["room_id"])
         if view is None:
@@ -263,13 +331,18 @@ class WebViewer:
         """Send the latest snapshot when it changed, at most `rate` (default `viewer_rate`)
         times a second, until the viewer leaves (its receive side is watched, or its task
         would leak)."""
+        address = _client_address(websocket)
         self.viewers += 1
+        self.sockets_by_address[address] = self.sockets_by_address.get(address, 0) + 1
         try:
             await self._pump_until_gone(
                 websocket, change, payload, on_message, rate or self.viewer_rate
             )
         finally:
             self.viewers -= 1
+            left = self.sockets_by_address.pop(address, 1) - 1
+            if left:
+                self.sockets_by_address[address] = left
 
     async def _pump_until_gone(
         self,
@@ -284,10 +357,20 @@ class WebViewer:
             async def receive() -> None:
                 try:
                     while True:
-                        message = await websocket.receive_text()
+                        message = await websocket.receive()
+                        if message["type"] == "websocket.disconnect":
+                            break
+                        text = message.get("text")
+                        if text is None:  # a binary frame: the pages send none
+                            await websocket.close(code=1003, reason="text messages only")
+                            break
                         if on_message is not None:
-                            await on_message(json.loads(message))
-                except (WebSocketDisconnect, RuntimeError, ValueError):
+                            try:
+                                decoded = json.loads(text)
+                            except ValueError:
+                                decoded = None
+                            await on_message(decoded)
+                except (WebSocketDisconnect, RuntimeError, OSError):
                     pass
                 nursery.cancel_scope.cancel()
 
@@ -308,119 +391,24 @@ class WebViewer:
             except (WebSocketDisconnect, RuntimeError, OSError):
                 nursery.cancel_scope.cancel()
 
-    # ------------------------------------------------------------------ replays
-
-    async def _replays(self, request: Request) -> Response:
-        directory = self.settings.replay_dir
-        files: list[dict[str, Any]] = []
-        if directory.is_dir():
-            for path in directory.iterdir():
-                if path.is_file() and _is_replay_name(path.name):
-                    stat = path.stat()
-                    files.append({"name": path.name, "size": stat.st_size, "mtime": stat.st_mtime})
-        files.sort(key=lambda entry: (-entry["mtime"], entry["name"]))
-        return JSONResponse({"replays": files})
-
-    async def _replay(self, request: Request) -> Response:
-        name = request.path_params["name"]
-        path = self.settings.replay_dir / name
-        if not _is_replay_name(name) or "/" in name or not path.is_file():
-            return _error(404, "no such replay")
-        if path.stat().st_size > MAX_REPLAY_BYTES:
-            return _error(413, "replay file too large")
-        data = await trio.to_thread.run_sync(path.read_bytes)
-        return await self._replay_response(data)
-
-    async def _upload(self, request: Request) -> Response:
-        # Parsing is read-only (nothing is stored), so no session is needed.
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_UPLOAD_BYTES:
-                return _error(413, f"a replay file may have at most {MAX_UPLOAD_BYTES} bytes")
-            chunks.append(chunk)
-        return await self._replay_response(b"".join(chunks))
-
-    async def _replay_response(self, data: bytes) -> Response:
-        try:
-            body = await trio.to_thread.run_sync(_replay_json, data)
-        except RecordError as error:
-            return _error(400, f"not a game record: {error}")
-        except (RemoteProtocolError, ValueError, zlib.error) as error:
-            return _error(400, f"not a replay file: {error}")
-        return Response(body, media_type="application/json")
-
-    # ------------------------------------------------------------------ league
-
-    async def _league_snapshot(self) -> Any:
-        if self.league is None:
-            return _error(404, "no league configured (--web-league FILE.toml)")
-        try:
-            return await self.league.snapshot()
-        except LeagueUnavailable as error:
-            log.warning("league unavailable", error=str(error))
-            return _error(503, error.public)
-
-    async def _league(self, request: Request) -> Response:
-        snapshot = await self._league_snapshot()
-        if isinstance(snapshot, Response):
-            return snapshot
-        return JSONResponse(snapshot.to_json())
-
-    async def _league_match(self, request: Request) -> Response:
-        snapshot = await self._league_snapshot()
-        if isinstance(snapshot, Response):
-            return snapshot
-        match = snapshot.match_json(request.path_params["match_id"])
-        if match is None:
-            return _error(404, "no such match")
-        return JSONResponse(match)
-
-    async def _stored_record(self, request: Request) -> str | Response:
-        snapshot = await self._league_snapshot()
-        if isinstance(snapshot, Response):
-            return snapshot
-        record = snapshot.record(request.path_params["match_id"], request.path_params["number"])
-        if record is None:
-            return _error(404, "no record of this game (yet)")
-        return str(record)
-
-    async def _league_replay(self, request: Request) -> Response:
-        record = await self._stored_record(request)
-        if isinstance(record, Response):
-            return record
-        return await self._replay_response(record.encode())
-
-    async def _league_record(self, request: Request) -> Response:
-        record = await self._stored_record(request)
-        if isinstance(record, Response):
-            return record
-        name = f"match{request.path_params['match_id']:03d}-game{request.path_params['number']}"
-        return Response(
-            record,
-            media_type="application/xml",
-            headers={"Content-Disposition": f'attachment; filename="{name}.xml"'},
-        )
-
     # ------------------------------------------------------------------ admin
 
     async def _admin(self, *packets: Any) -> tuple[Any, Response | None]:
         try:
             reply = await admin_request(self.game_port, self.settings.password, packets)
-        except (ConnectionClosed, trio.TooSlowError) as error:
-            return None, _error(502, f"the game server did not answer: {error}")
+        except (ConnectionClosed, trio.TooSlowError) as failure:
+            return None, error(502, f"the game server did not answer: {failure}")
         if reply.errors:
-            return reply, _error(409, "; ".join(reply.errors))
+            return reply, error(409, "; ".join(reply.errors))
         return reply, None
 
     async def _prepare(self, request: Request, session: Session) -> Response:
-        body = await _json_body(request)
+        body = await json_body(request)
         names = body.get("names", ["", ""])
         if not (
             isinstance(names, list) and len(names) == 2 and all(isinstance(n, str) for n in names)
         ):
-            return _error(400, "names: two strings")
+            return error(400, "names: two strings")
         timeouts = bool(body.get("timeouts", True))
         slots = tuple(SlotDescriptor(name[:100], timeouts, True) for name in names)
         reply, failed = await self._admin(Prepare(GAME_TYPE, bool(body.get("paused")), slots))
@@ -432,10 +420,10 @@ class WebViewer:
     async def _room_request(
         self, request: Request, make: Callable[[str, dict[str, Any]], Any]
     ) -> Response:
-        body = await _json_body(request)
+        body = await json_body(request)
         room_id = body.get("room")
         if not isinstance(room_id, str):
-            return _error(400, "room: a room id")
+            return error(400, "room: a room id")
         _reply, failed = await self._admin(make(room_id, body))
         return failed or JSONResponse({"ok": True})
 
@@ -455,11 +443,14 @@ class WebViewer:
     async def _play(self, request: Request, session: Session) -> Response:
         """A person takes a slot: a room prepared for them (their slot never times out, the
         other one is open to the next bot's <join>), or a given reservation code."""
-        body = await _json_body(request)
+        body = await json_body(request)
         for token in [token for token, human in self.humans.items() if human.ended]:
             del self.humans[token]  # their page has shown the result by now
         if len(self.humans) >= MAX_HUMANS:
-            return _error(503, "too many people playing")
+            return error(503, "too many people playing")
+        mine = sum(1 for human in self.humans.values() if human.owner == session.token)
+        if not session.admin and mine >= MAX_GAMES_PER_SESSION:
+            return error(429, f"at most {MAX_GAMES_PER_SESSION} games at once without a login")
         reservation = body.get("reservation")
         room_id: str | None = None
         if not isinstance(reservation, str) or not reservation:
@@ -481,6 +472,8 @@ class WebViewer:
         return JSONResponse({"token": token, "room": room_id})
 
     async def _ws_play(self, websocket: WebSocket) -> None:
+        if await self._refused(websocket):
+            return
         await websocket.accept()
         session = self._session(websocket)
         player = self.humans.get(websocket.path_params["token"])
@@ -503,7 +496,7 @@ class WebViewer:
             error = None
             try:
                 move = Move(int(message["x"]), int(message["y"]), Direction[message["dir"]])
-            except (KeyError, TypeError, ValueError):
+            except (KeyError, TypeError, ValueError, IndexError):
                 error = "malformed move"
             else:
                 error = await player.move(move)
@@ -532,7 +525,7 @@ def _human_json(player: HumanPlayer) -> str:
             "myTurn": player.my_turn,
             "legal": legal_targets(state) if state is not None and player.my_turn else {},
             "requestedAt": player.requested_at,
-            "result": _result_json(player.result),
+            "result": result_json(player.result),
             "errors": player.errors[-5:],
             "ended": player.ended,
         },
@@ -540,67 +533,12 @@ def _human_json(player: HumanPlayer) -> str:
     )
 
 
-def _replay_json(data: bytes) -> str:
-    if data[:2] == b"\x1f\x8b":
-        # Inflate here with a ceiling: gzip.decompress would inflate a bomb without one.
-        inflater = zlib.decompressobj(wbits=31)
-        data = inflater.decompress(data, MAX_REPLAY_BYTES)
-        if inflater.unconsumed_tail:
-            raise ValueError(f"more than {MAX_REPLAY_BYTES} bytes uncompressed")
-    extra: dict[str, Any] = {}
-    if looks_like_record(data):
-        # A league game record: replayed by the engine into an official replay, and checked.
-        record, data, discrepancies = record_replay(data)
-        extra = {
-            "record": {
-                "league": record.league,
-                "round": record.round,
-                "match": record.match,
-                "number": record.number,
-                "date": record.date,
-            },
-            "discrepancies": discrepancies,
-        }
-    replay = read_replay(data)
-    if not replay.states:
-        raise ValueError("no game state in it")
-    states = [
-        state_json(state, replay.states[index - 1] if index else None)
-        for index, state in enumerate(replay.states)
-    ]
-    names = ["Team ONE", "Team TWO"]
-    if replay.result is not None:
-        for entry, _points in replay.result.scores:
-            if entry.name:
-                names[0 if entry.team is Team.ONE else 1] = entry.name
-    return json.dumps(
-        {"states": states, "result": _result_json(replay.result), "names": names, **extra},
-        separators=(",", ":"),
-    )
+def _secure(request: Request) -> bool:
+    # https as the browser sees it (behind a trusted proxy: its X-Forwarded-Proto).
+    return request.url.scheme == "https"
 
 
-def _is_replay_name(name: str) -> bool:
-    return (
-        not name.startswith(".")
-        and "/" not in name
-        and "\\" not in name
-        and (name.endswith(".xml") or name.endswith(".xml.gz"))
-    )
-
-
-async def _json_body(request: Request) -> dict[str, Any]:
-    try:
-        body = json.loads(await request.body() or b"{}")
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
-
-
-def _error(status: int, message: str) -> Response:
-    return JSONResponse({"error": message}, status_code=status)
-
-
-def _set_cookie(response: Response, session: Session) -> None:
+def _set_cookie(response: Response, session: Session, request: Request) -> None:
     response.set_cookie(
         COOKIE,
         session.token,
@@ -608,12 +546,10 @@ def _set_cookie(response: Response, session: Session) -> None:
         path="/",
         httponly=True,
         samesite="strict",
+        secure=_secure(request),
     )
 
 
-_PAGE_HEADERS = {
-    # No framing by other sites (clickjacking the admin buttons), no inline script.
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
-    "Cache-Control": "no-cache",
-}
+def _client_address(connection: Request | WebSocket) -> str:
+    client = connection.client
+    return address_key(client.host) if client is not None else ""

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 COOKIE = "piranhas_session"
 CSRF_HEADER = "x-csrf-token"
 SESSION_SECONDS = 12 * 3600
-MAX_SESSIONS = 10_000
+MAX_SESSIONS = 10_000  # anonymous ones (a CSRF token each); the oldest make room
+MAX_ADMIN_SESSIONS = 100  # logged-in ones, in a table of their own
 
 
 @dataclass
@@ -29,48 +30,63 @@ class Session:
 
 
 class Sessions:
-    """In-memory sessions (a restart logs everybody out, which is fine for a game server)."""
+    """In-memory sessions (a restart logs everybody out, which is fine for a game server).
+
+    Anonymous sessions and logged-in ones live in separate tables: anyone can make the first
+    kind by the thousand (a GET each), so its overflow evicts only its own oldest; a
+    visitor never displaces an admin. Admin sessions need the password, and the oldest of
+    them makes room for a new login beyond MAX_ADMIN_SESSIONS."""
 
     def __init__(self, password: str | None) -> None:
         self._password = password
-        self._sessions: dict[str, Session] = {}
+        self._anonymous: dict[str, Session] = {}
+        self._admins: dict[str, Session] = {}
 
     def get(self, token: str | None) -> Session | None:
         """The live session for a cookie value, if any."""
-        session = self._sessions.get(token) if token else None
+        if not token:
+            return None
+        session = self._admins.get(token) or self._anonymous.get(token)
         if session is None or session.expires < time.time():
             return None
         return session
 
     def create(self) -> Session:
-        """A new anonymous session; the oldest sessions make room beyond MAX_SESSIONS."""
-        now = time.time()
-        if len(self._sessions) >= MAX_SESSIONS:
-            for token in [t for t, s in self._sessions.items() if s.expires < now]:
-                del self._sessions[token]
-            while len(self._sessions) >= MAX_SESSIONS:
-                del self._sessions[next(iter(self._sessions))]
-        session = Session(
-            secrets.token_urlsafe(32), secrets.token_urlsafe(32), now + SESSION_SECONDS
-        )
-        self._sessions[session.token] = session
-        return session
+        """A new anonymous session."""
+        return self._add(self._anonymous, MAX_SESSIONS, admin=False)
 
     def login(self, session: Session, password: str) -> Session | None:
         """A fresh admin session (new token: no session fixation) if `password` is right."""
-        expected = self._password
-        if expected is None or not hmac.compare_digest(
-            password.encode("utf-8"), expected.encode("utf-8")
-        ):
+        if not self.password_ok(password):
             return None
-        self._sessions.pop(session.token, None)
-        admin = self.create()
-        admin.admin = True
-        return admin
+        self.logout(session)
+        return self._add(self._admins, MAX_ADMIN_SESSIONS, admin=True)
+
+    def password_ok(self, password: str) -> bool:
+        """Whether `password` is the admin password (constant time)."""
+        expected = self._password
+        return expected is not None and hmac.compare_digest(
+            password.encode("utf-8"), expected.encode("utf-8")
+        )
 
     def logout(self, session: Session) -> None:
         """Forget the session."""
-        self._sessions.pop(session.token, None)
+        self._anonymous.pop(session.token, None)
+        self._admins.pop(session.token, None)
+
+    @staticmethod
+    def _add(table: dict[str, Session], cap: int, *, admin: bool) -> Session:
+        now = time.time()
+        if len(table) >= cap:
+            for token in [t for t, s in table.items() if s.expires < now]:
+                del table[token]
+            while len(table) >= cap:
+                del table[next(iter(table))]
+        session = Session(
+            secrets.token_urlsafe(32), secrets.token_urlsafe(32), now + SESSION_SECONDS, admin
+        )
+        table[session.token] = session
+        return session
 
 
 def csrf_ok(session: Session, given: str | None) -> bool:

@@ -106,7 +106,7 @@ class GameView:
             "swarm": list(self.swarms),
             "timeMs": self.time_used_ms(),
             "current": self.states[-1].current_team.name if self.states else None,
-            "result": _result_json(self.result),
+            "result": result_json(self.result),
             "openedAt": self.opened_at,
         }
 
@@ -157,9 +157,13 @@ class GameHub:
     # ------------------------------------------------------------------ ObserverFeed
 
     @_never_raises
-    def room_opened(self, room_id: str, *, paused: bool, prepared: bool) -> None:
-        """A new room: shown as waiting."""
-        self.games[room_id] = GameView(room_id, paused, prepared, time.time())
+    def room_opened(
+        self, room_id: str, *, paused: bool, prepared: bool, now: float | None = None
+    ) -> None:
+        """A new room: shown as waiting (`now`: when it happened, default now)."""
+        self.games[room_id] = GameView(
+            room_id, paused, prepared, time.time() if now is None else now
+        )
         self._changed(self.games[room_id])
 
     @_never_raises
@@ -171,13 +175,13 @@ class GameHub:
             self._changed(view)
 
     @_never_raises
-    def observe(self, message: ServerMessage) -> None:
-        """What an observer of the room receives."""
+    def observe(self, message: ServerMessage, now: float | None = None) -> None:
+        """What an observer of the room receives (`now`: when, default now)."""
         room_id = getattr(message, "room_id", None)
         view = self.games.get(room_id) if isinstance(room_id, str) else None
         if view is None:
             return
-        now = time.time()
+        now = time.time() if now is None else now
         if isinstance(message, Memento):
             state = message.state
             if view.states and view.states[-1].turn == state.turn:
@@ -206,6 +210,17 @@ class GameHub:
             return
         self._changed(view)
 
+    def apply(self, event: tuple[Any, ...]) -> None:
+        """A feed call as `web.process` passes it on: `(kind, when, *arguments)`."""
+        kind, now, *arguments = event
+        if kind == "opened":
+            room_id, paused, prepared = arguments
+            self.room_opened(room_id, paused=paused, prepared=prepared, now=now)
+        elif kind == "players":
+            self.players_changed(*arguments)
+        elif kind == "observe":
+            self.observe(arguments[0], now)
+
     # ------------------------------------------------------------------ queries
 
     def lobby_json(self) -> str:
@@ -226,7 +241,7 @@ class GameHub:
             del self.games[room_id]
 
 
-def _result_json(result: GameResult | None) -> dict[str, Any] | None:
+def result_json(result: GameResult | None) -> dict[str, Any] | None:
     if result is None:
         return None
     return {

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from league.config import LeagueConfig, LeagueFileError, load_league
 from league.records import GameRecord, RecordError, read_record, to_replay, verify
 from league.schedule import Match, build_schedule
 from league.standings import Standings, compute_standings
-from league.store import FinishedGame, LeagueStore
+from league.store import LeagueStore, SQLiteBackend, StoredGame
 
 log = structlog.get_logger("web.league")
 
@@ -42,50 +40,13 @@ class LeagueUnavailable(Exception):
         self.public = public
 
 
-class _ReadOnlyTransaction:
-    def __init__(self, connection: sqlite3.Connection) -> None:
-        self._connection = connection
-
-    def query(self, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        return self._connection.execute(sql, tuple(params)).fetchall()
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> int:
-        raise sqlite3.OperationalError("the web viewer reads the league store, never writes")
-
-
-class ReadOnlySQLite:
-    """A `league.store.Backend` on a SQLite file opened with `mode=ro`: one deferred
-    transaction per read, so a read sees one consistent snapshot while the league writes."""
-
-    def __init__(self, path: Path) -> None:
-        self._connection = sqlite3.connect(
-            f"{path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None, timeout=10.0
-        )
-
-    @contextmanager
-    def _transaction(self) -> Iterator[_ReadOnlyTransaction]:
-        self._connection.execute("BEGIN")
-        try:
-            yield _ReadOnlyTransaction(self._connection)
-        finally:
-            self._connection.execute("COMMIT")
-
-    def transaction(self) -> AbstractContextManager[_ReadOnlyTransaction]:
-        """A read transaction."""
-        return self._transaction()
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._connection.close()
-
-
 @dataclass(frozen=True)
 class LeagueSnapshot:
     """The league as the store held it at one moment."""
 
     config: LeagueConfig
     matches: tuple[Match, ...]
-    finished: dict[tuple[int, int], FinishedGame]  # (match id, game number) -> game
+    finished: dict[tuple[int, int], StoredGame]  # (match id, game number) -> game
     standings: Standings
     read_at: float  # wall clock
 
@@ -167,9 +128,9 @@ def _read(league_file: Path, database: Path | None) -> LeagueSnapshot:
         ) from error
     matches = build_schedule(config)
     path = database if database is not None else config.database
-    finished: list[FinishedGame] = []
+    finished: list[StoredGame] = []
     if path.exists():  # no store yet: no game recorded yet
-        store = LeagueStore(ReadOnlySQLite(path))
+        store = LeagueStore(SQLiteBackend(path, busy_timeout=10.0, read_only=True))
         try:
             finished = store.finished_games()
         except sqlite3.Error as error:
@@ -237,7 +198,6 @@ __all__ = [
     "LeagueSnapshot",
     "LeagueUnavailable",
     "LeagueView",
-    "ReadOnlySQLite",
     "RecordError",
     "looks_like_record",
     "record_replay",

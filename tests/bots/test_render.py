@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 
 from bots.demo import main
-from bots.game import play
 from bots.players import GreedyBot, RandomBot
 from bots.render import render
+from bots.selfplay import play
 from engine import Direction, GameState, Move, PlayerEntry, Team, game_result
 
 BEFORE = GameState.from_rows(

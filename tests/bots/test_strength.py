@@ -17,7 +17,7 @@ from math import comb
 import pytest
 
 from bots import Bot, SearchBot, make_bot
-from bots.game import play
+from bots.selfplay import play
 from engine import GameState, Team
 
 BOARDS = range(10)

@@ -12,14 +12,14 @@ from pathlib import Path
 import trio
 
 from fleet.coordinator import play_local
-from fleet.match import MatchEnd, mode_for, worker_config
+from fleet.match import MatchEnd, worker_config
 from fleet.runs import RunStatus
 from fleet.stores import open_store
 from league.config import load_league, parse_league
 from league.records import read_record, verify
-from league.run import AsyncStore, container_label, run_league
+from league.run import AsyncStore, container_label, default_mode, run_league
 from league.schedule import build_schedule
-from league.store import FinishedGame, LeagueStore
+from league.store import LeagueStore, StoredGame
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_BOT = ROOT / "tests" / "bots" / "fast_bot.py"
@@ -54,9 +54,9 @@ def test_a_league_file_with_container_teams_is_played_in_docker_mode(tmp_path: P
     commands = 'name = "Kinds"\n' + "".join(
         f'[[teams]]\nid = "{team}"\ncommand = ["bot"]\n' for team in ("a", "b")
     )
-    assert mode_for(parse_league(commands, base=tmp_path)) == "process"
+    assert default_mode(parse_league(commands, base=tmp_path)) == "process"
     mixed = commands + '[[teams]]\nid = "img"\nimage = "haie:v3"\n'
-    assert mode_for(parse_league(mixed, base=tmp_path)) == "docker"
+    assert default_mode(parse_league(mixed, base=tmp_path)) == "docker"
 
 
 def test_workers_on_one_host_never_sweep_each_other_s_containers(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def _league_text(database: Path) -> str:
     )
 
 
-def _without_date(game: FinishedGame) -> tuple[object, ...]:
+def _without_date(game: StoredGame) -> tuple[object, ...]:
     assert game.outcome.record is not None
     record = read_record(game.outcome.record.encode())
     # Dates and the bots' move times differ between two runs; everything else must not.

@@ -130,3 +130,66 @@ def test_syntax_errors_carry_tomllib_s_line() -> None:
 def test_an_unreadable_file_is_a_league_file_error(tmp_path: Path) -> None:
     with pytest.raises(LeagueFileError, match="cannot read"):
         load_league(tmp_path / "missing.toml")
+
+
+def _teams(count: int) -> str:
+    return "".join(f'[[teams]]\nid = "t{index}"\ncommand = "bot"\n' for index in range(count))
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line", "words"),
+    [
+        ("games_per_match = 1000000000\n" + MINIMAL, "games_per_match", 1, "at most 1000"),
+        ('name = "L"\n' + _teams(3000), "teams", 2, "3000 teams: at most 500"),
+        (
+            'name = "L"\ngames_per_match = 10\n' + _teams(400),
+            "games_per_match",
+            2,
+            "the schedule would have 798000 games",
+        ),
+        (
+            'name = "L"\nformat = "double-round-robin"\n' + _teams(450),
+            "teams",
+            3,
+            "at most 200000",
+        ),
+        (MINIMAL.replace('id = "b"', 'id = "b"\nname = "B\\u0000x"'), "teams[1].name", 7, "U+0000"),
+        (MINIMAL.replace('name = "L"', 'name = "L\\u001b[2J"'), "name", 1, "U+001B"),
+        ('database = "/dev/null"\n' + MINIMAL, "database", 1, "not a regular file"),
+    ],
+)
+def test_schedule_size_names_and_the_store_are_bounded(
+    text: str, key: str, line: int, words: str
+) -> None:
+    """Limits checked before the schedule is built (1e9 games per match took 2 GB and 45 s
+    before MemoryError); control characters and a device as the store (issue 17 item 14)."""
+    with pytest.raises(LeagueFileError) as error:
+        parse_league(text, path="liga.toml")
+    assert (error.value.key, error.value.line) == (key, line)
+    assert words in error.value.message
+    assert str(error.value).startswith(f"liga.toml:{line}: {key}: ")
+
+
+@pytest.mark.parametrize(
+    "nested",
+    [
+        "a = " + "[" * 50_000 + "]" * 50_000,
+        "a = " + "{b = " * 5000 + "1" + "}" * 5000,
+        "a" + ".a" * 200_000 + " = 1",  # tomllib: quadratic in the parts (40,000: 37 s)
+        "[" + "a." * 200_000 + "a]",
+    ],
+)
+def test_deep_nesting_is_a_clear_error(nested: str) -> None:
+    with pytest.raises(LeagueFileError, match="nested too deeply"):
+        parse_league(MINIMAL + nested + "\n", path="liga.toml")
+
+
+def test_the_league_file_is_read_bounded(tmp_path: Path) -> None:
+    zero = tmp_path / "zero.toml"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(LeagueFileError, match="not a regular file"):
+        load_league(zero)
+    big = tmp_path / "big.toml"
+    big.write_text(MINIMAL + "#" * 2_000_000 + "\n")
+    with pytest.raises(LeagueFileError, match="larger than"):
+        load_league(big)

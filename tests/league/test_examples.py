@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from league.config import BotKind, load_league
+from league.run import check_mode
 from league.schedule import build_schedule
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,3 +60,4 @@ def test_the_docker_example_is_a_league_of_images_this_repository_builds() -> No
     assert kinds <= {BotKind.IMAGE, BotKind.COMMAND}  # no folder that a clone lacks
     assert [match.games for match in build_schedule(config)]
     assert config.database == DOCKER_EXAMPLE.parent / "league-docker.sqlite"
+    check_mode(config, "docker")  # its command teams start (the run checks this first, too)

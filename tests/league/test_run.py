@@ -21,6 +21,7 @@ import pytest
 import trio
 
 from cli.league import main
+from engine import ViolationKind
 from league.config import load_league
 from league.records import read_record, verify
 from league.run import (
@@ -279,3 +280,68 @@ def test_a_bot_that_crashes_loses_its_games_and_the_league_goes_on(
         (penalised,) = [player for player in record.players if player.penalty is not None]
         assert penalised.team_id == "crashy"
         assert penalised.penalty is not None and penalised.penalty.kind.value == "LEFT"
+
+
+@pytest.mark.parametrize("command", ["no-such-bot-program --fast", "./missing-bot.sh"])
+def test_a_bot_command_that_does_not_exist_is_a_league_file_error_and_nothing_is_written(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """Before: a Trio ExceptionGroup traceback, exit 1, league.sqlite and league.logs/ left
+    behind (issue 17 item 18). Now the league file's error form, exit 2, checked first."""
+    monkeypatch.chdir(tmp_path)
+    path = league_file(tmp_path, {"steady": FAST_BOT, "ghost": command})
+    before = sorted(tmp_path.iterdir())
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    line = path.read_text().splitlines().index(f"command = {json.dumps(command)}") + 1
+    program = command.split()[0]
+    assert f"{path}:{line}: teams[1].command: the program {program!r} not found" in err
+    assert "Traceback" not in err and "ExceptionGroup" not in err
+    assert sorted(tmp_path.iterdir()) == before  # no store, no logs, no records
+
+
+def test_a_device_as_the_store_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = league_file(tmp_path, {"a": FAST_BOT, "b": FAST_BOT})
+    assert main(["run", str(path), "--db", "/dev/null"]) == 2
+    err = capsys.readouterr().err
+    assert "/dev/null: the store must be a regular file" in err
+    assert "Traceback" not in err
+
+
+def test_records_of_games_lost_by_an_illegal_move_verify(tmp_path: Path) -> None:
+    """The refused move is the record's last <move> (docs/game-records.md) and verify checks
+    it is refused with the penalty's reason. Before: the recorder kept applied moves only,
+    and verify "corrected" the results of such games (issue 17 item 17)."""
+    path = league_file(
+        tmp_path,
+        {"steady": FAST_BOT, "sloppy": [*FAST_BOT, "--illegal-at-turn", "6", "--seed", "2"]},
+        games=4,
+    )
+    assert main(["run", str(path)]) == 0
+    config = load_league(path)
+    store = LeagueStore.sqlite(config.database)
+    try:
+        finished = store.finished_games()
+    finally:
+        store.close()
+    assert len(finished) == 4
+    for game in finished:
+        assert game.outcome.winner == "steady" and not game.outcome.regular
+        assert game.outcome.record is not None
+        record = read_record(game.outcome.record.encode())
+        assert verify(record) == [], game.game
+        (penalised,) = [player for player in record.players if player.penalty is not None]
+        assert penalised.team_id == "sloppy"
+        assert penalised.penalty is not None
+        assert penalised.penalty.kind is ViolationKind.RULE_VIOLATION
+        last = record.moves[-1].move
+        assert f"bei '{last}'" in penalised.penalty.detail  # the refused move, recorded
+        assert record.moves[-1].ms is None  # never applied: no move time
+    records = sorted(Path(f"{config.database.with_suffix('')}.records").glob("*.xml"))
+    assert len(records) == 4
+    assert main(["verify", *map(str, records)]) == 0

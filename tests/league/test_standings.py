@@ -11,7 +11,7 @@ from fractions import Fraction
 from league.config import LeagueConfig
 from league.schedule import Match, build_schedule
 from league.standings import compute_standings, lot_order
-from league.store import FinishedGame, GameOutcome
+from league.store import GameOutcome, StoredGame
 
 MakeLeague = Callable[..., LeagueConfig]
 
@@ -29,7 +29,7 @@ RESULTS: dict[frozenset[str], list[tuple[str, dict[str, int]]]] = {
 
 def finished(
     matches: tuple[Match, ...], skip: frozenset[tuple[int, int]] = frozenset()
-) -> list[FinishedGame]:
+) -> list[StoredGame]:
     games = []
     for match in matches:
         for game, (winner, swarms) in zip(
@@ -42,7 +42,7 @@ def finished(
             outcome = GameOutcome(
                 points, (swarms[one], swarms[two]), None if winner == "draw" else winner, True, ""
             )
-            games.append(FinishedGame(game, 1, outcome))
+            games.append(StoredGame(game, 1, outcome))
     return games
 
 
@@ -90,7 +90,7 @@ def test_a_complete_tie_is_decided_by_the_seeded_lot(make_league: MakeLeague) ->
         config = make_league(list("xyz"), f"games_per_match = 2\nseed = {seed}")
         matches = build_schedule(config)
         draws = [
-            FinishedGame(g, 1, GameOutcome((1, 1), (5, 5), None, True, ""))
+            StoredGame(g, 1, GameOutcome((1, 1), (5, 5), None, True, ""))
             for m in matches
             for g in m.games
         ]

@@ -15,7 +15,17 @@ def test_game_type_is_assigned_once_in_the_code() -> None:
     assignment = re.compile(r"""^\s*\w+\s*(:\s*[\w\[\]]+\s*)?=\s*["']swc_2026_piranhas["']""", re.M)
     found = [
         str(path.relative_to(REPO))
-        for folder in ("engine", "protocol", "server", "client", "bots", "runner", "bench", "tests")
+        for folder in (
+            "engine",
+            "protocol",
+            "server",
+            "client",
+            "bots",
+            "runner",
+            "cli",
+            "bench",
+            "tests",
+        )
         for path in sorted((REPO / folder).rglob("*.py"))
         if assignment.search(path.read_text(encoding="utf-8"))
     ]

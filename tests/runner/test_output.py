@@ -6,7 +6,7 @@ import io
 
 from engine import GameResult, PlayerEntry, Team
 from runner.display import Display, LiveDisplay, display_for
-from runner.scores import GameSummary, Match, player1_points
+from runner.scores import GameSummary, Scoreboard, player1_points
 
 
 def game(number: int, winner: int | None) -> GameSummary:
@@ -41,19 +41,19 @@ def test_player1_points_follow_the_sides() -> None:
 
 
 def test_pentanomial_counts_finished_pairs_only() -> None:
-    match = Match(("p1", "p2"), 8, paired=True, out=io.StringIO())
+    match = Scoreboard(("p1", "p2"), 8, paired=True, out=io.StringIO())
     # Pair 1: WW; pair 2: W + D = 1.5; pair 3: L + W = 1; pair 4: only game 7 (L) so far.
     for summary in (game(1, 0), game(2, 0), game(3, 0), game(4, None), game(5, 1), game(6, 0)):
         match.record(summary)
     match.record(game(7, 1))
     assert match.trinomial() == (2, 1, 4)
     assert match.pentanomial() == (0, 0, 1, 1, 1)
-    assert Match(("p1", "p2"), 2, out=io.StringIO()).pentanomial() is None  # unpaired
+    assert Scoreboard(("p1", "p2"), 2, out=io.StringIO()).pentanomial() is None  # unpaired
 
 
 def test_figures_block_every_n_games_but_not_after_the_last() -> None:
     out = io.StringIO()
-    match = Match(("p1", "p2"), 4, paired=True, out=out, report_every=2)
+    match = Scoreboard(("p1", "p2"), 4, paired=True, out=out, report_every=2)
     for summary in (game(1, 0), game(2, None), game(3, 1), game(4, 1)):
         match.record(summary)
     text = out.getvalue()
@@ -70,7 +70,7 @@ def test_terminal_gets_a_progress_bar_other_streams_plain_lines() -> None:
     terminal = Terminal()
     display = display_for(terminal, 3)
     assert isinstance(display, LiveDisplay)
-    match = Match(("p1", "p2"), 3, out=terminal)
+    match = Scoreboard(("p1", "p2"), 3, out=terminal)
     with display:
         match.display = display
         match.record(game(1, 0))

@@ -21,7 +21,7 @@ from protocol.messages import Left, Memento, MoveRequest
 from runner.game import Observation, ServerAddress
 from runner.options import Options, default_concurrency, parse_options
 from runner.schedule import Schedule, board_seed, game_spec
-from runner.scores import Match
+from runner.scores import Scoreboard
 from server.app import serve
 from server.config import Settings
 from server.exits import find_exception
@@ -120,8 +120,8 @@ async def in_process_server() -> AsyncIterator[ServerAddress]:
 
 async def run_schedule(
     run_options: Options, gate_size: int
-) -> tuple[Match, list[Observation], list[int]]:
-    match = Match(run_options.names, run_options.games, out=io.StringIO())
+) -> tuple[Scoreboard, list[Observation], list[int]]:
+    match = Scoreboard(run_options.names, run_options.games, out=io.StringIO())
     observed: list[Observation] = []
     launched = [0]
 

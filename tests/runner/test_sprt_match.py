@@ -12,7 +12,7 @@ import pytest
 from engine import GameResult, PlayerEntry, Team
 from launching import MatchError
 from runner.options import parse_options
-from runner.scores import GameSummary, Match
+from runner.scores import GameSummary, Scoreboard
 from runner.stats import Pentanomial, Sprt, SprtStatus, Trinomial
 from tests.runner.test_match import FAST_BOT, game_lines, run_match
 
@@ -35,7 +35,7 @@ def game(number: int, one: int, winner_slot: int | None) -> GameSummary:
 
 def test_match_figures_from_pairs_and_the_sprt_state() -> None:
     out = io.StringIO()
-    match = Match(("p1", "p2"), 20, paired=True, out=out, sprt=Sprt.parse(WIDE))
+    match = Scoreboard(("p1", "p2"), 20, paired=True, out=out, sprt=Sprt.parse(WIDE))
     # player1 wins every game: game k has player1 on slot 0 when k is odd.
     for number in range(1, 15):
         one = (number - 1) % 2

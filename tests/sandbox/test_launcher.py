@@ -10,7 +10,7 @@ import pytest
 from launching import MatchError, exit_description
 from runner.launchers import launcher_for
 from runner.options import parse_options
-from runner.players import ProcessLauncher
+from runner.processes import ProcessLauncher
 from sandbox import ContainerLauncher, CpuRotation, Limits
 from sandbox.launcher import exit_reason
 

@@ -97,7 +97,7 @@ async def test_prepared_game_with_observer_and_replay(tmp_path: Path) -> None:
     command = [
         sys.executable,
         "-m",
-        "server",
+        "cli.server",
         "--password",
         "secret",
         "--results",

@@ -14,14 +14,13 @@ import trio
 
 from league.records import read_record, write_record
 from league.standings import compute_standings
-from league.store import Claim, LeagueStore
+from league.store import Claim, LeagueStore, SQLiteBackend
 from server.config import Settings, parse_settings
 from web.board import state_json
-from web.league import ReadOnlySQLite
 
 from .conftest import Running
+from .httpclient import Browser
 from .leagues import TEAMS, League, make_league
-from .test_web import Browser
 
 
 @pytest.fixture
@@ -182,7 +181,7 @@ async def test_an_unreadable_store_is_reported(running: Running, league: League)
 
 def test_the_viewer_never_writes_to_the_store(league: League) -> None:
     league.play_next(1)
-    store = LeagueStore(ReadOnlySQLite(league.database))
+    store = LeagueStore(SQLiteBackend(league.database, read_only=True))
     try:
         assert len(store.finished_games()) == 1
         with pytest.raises(sqlite3.OperationalError, match="never writes"):
@@ -202,7 +201,7 @@ def test_reads_see_the_last_commit_while_the_league_writes(league: League) -> No
     writer.execute("BEGIN IMMEDIATE")
     writer.execute("DELETE FROM results")  # not committed: the viewer sees the last commit
     try:
-        store = LeagueStore(ReadOnlySQLite(league.database))
+        store = LeagueStore(SQLiteBackend(league.database, read_only=True))
         try:
             assert len(store.finished_games()) == 1
         finally:

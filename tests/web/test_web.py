@@ -5,8 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import random
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -24,11 +22,13 @@ from server.config import Settings, parse_settings
 from server.feed import RoomPlayer
 from server.lobby import Lobby
 from web import app as web_app
+from web import replays as web_replays
 from web.board import largest_swarm, legal_targets, move_target, state_json
 from web.hub import GameHub
 from web.wsclient import WebSocketClosed, WsClient
 
 from .conftest import Running
+from .httpclient import Browser, http
 from .players import random_bot
 
 
@@ -87,9 +87,9 @@ class RecordingFeed(GameHub):
         super().__init__()
         self.messages: list[ServerMessage] = []
 
-    def observe(self, message: ServerMessage) -> None:
+    def observe(self, message: ServerMessage, now: float | None = None) -> None:
         self.messages.append(message)
-        super().observe(message)
+        super().observe(message, now)
 
 
 class Peer:
@@ -201,65 +201,6 @@ def test_web_port_settings(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- HTTP
 
 
-def http(
-    url: str,
-    body: bytes | dict[str, Any] | None = None,
-    headers: dict[str, str] | None = None,
-) -> tuple[int, Any, dict[str, str]]:
-    data = json.dumps(body).encode() if isinstance(body, dict) else body
-    request = urllib.request.Request(
-        url, data=data, headers=headers or {}, method="GET" if data is None else "POST"
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read()), dict(response.headers)
-    except urllib.error.HTTPError as error:
-        raw = error.read()
-        try:
-            return error.code, json.loads(raw), dict(error.headers)
-        except ValueError:  # Starlette's own plain-text 404
-            return error.code, raw.decode(), dict(error.headers)
-
-
-class Browser:
-    """Cookie and CSRF handling like the pages do, over urllib in a worker thread."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.cookie = ""
-        self.csrf = ""
-
-    async def get(self, path: str) -> tuple[int, Any]:
-        status, body, _ = await trio.to_thread.run_sync(http, self.base + path, None, self._h())
-        return status, body
-
-    async def session(self) -> None:
-        _status, body, headers = await trio.to_thread.run_sync(
-            http, self.base + "/api/session", None, self._h()
-        )
-        self._cookie_from(headers)
-        self.csrf = body["csrf"]
-
-    async def post(self, path: str, body: Any, **extra: str) -> tuple[int, Any]:
-        headers = {"X-CSRF-Token": self.csrf, "Origin": self.base, **self._h(), **extra}
-        status, answer, response_headers = await trio.to_thread.run_sync(
-            http, self.base + path, body, headers
-        )
-        self._cookie_from(response_headers)
-        if isinstance(answer, dict) and "csrf" in answer:
-            self.csrf = answer["csrf"]
-        return status, answer
-
-    def _h(self) -> dict[str, str]:
-        return {"Cookie": self.cookie} if self.cookie else {}
-
-    def _cookie_from(self, headers: dict[str, str]) -> None:
-        cookie = headers.get("set-cookie") or headers.get("Set-Cookie")
-        if cookie:
-            assert "HttpOnly" in cookie and "SameSite=strict" in cookie
-            self.cookie = cookie.split(";")[0]
-
-
 async def test_admin_requests_need_a_session_its_csrf_token_this_origin_and_a_login(
     running: Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -277,7 +218,6 @@ async def test_admin_requests_need_a_session_its_csrf_token_this_origin_and_a_lo
         assert status == 403
         # Right token and origin, but not logged in.
         assert (await browser.post("/api/admin/prepare", prepare))[0] == 401
-        assert (await browser.post("/api/play", {}))[0] == 401
         with structlog.testing.capture_logs() as logs:
             status, body = await browser.post("/api/login", {"password": "wrong-guess"})
             assert status == 403
@@ -330,11 +270,11 @@ async def test_replay_uploads_parse_and_bad_ones_are_refused(
         assert (await browser.get("/api/replays/replay_a.xml"))[0] == 200
         assert (await browser.get("/api/replays/..%2Fsecret.xml"))[0] == 404
         assert (await browser.get("/api/replays/missing.xml"))[0] == 404
-        monkeypatch.setattr(web_app, "MAX_REPLAY_BYTES", 100_000)
+        monkeypatch.setattr(web_replays, "MAX_REPLAY_BYTES", 100_000)
         bomb = gzip.compress(b" " * 1_000_000)
         status, body = await browser.post("/api/replays/upload", bomb)
         assert status == 400 and "uncompressed" in body["error"]
-        monkeypatch.setattr(web_app, "MAX_UPLOAD_BYTES", 1000)
+        monkeypatch.setattr(web_replays, "MAX_UPLOAD_BYTES", 1000)
         status, body = await browser.post("/api/replays/upload", data)
         assert status == 413
 

@@ -1,7 +1,7 @@
 // Shared helpers of every page: session/CSRF, JSON requests, live sockets, formatting.
 "use strict";
 const Web = {
-  session: { admin: false, csrf: "" },
+  session: { admin: false, play: false, csrf: "" },
   async loadSession() {
     const response = await fetch("/api/session", { credentials: "same-origin" });
     Web.session = await response.json();

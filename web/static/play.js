@@ -3,8 +3,8 @@ Web.markNav("play");
 let me = null, offset = 0, selected = null, socket = null, gamePort = 13050;
 fetch("/api/config").then((r) => r.json()).then((config) => { gamePort = config.gamePort; });
 Web.loadSession().then((session) => {
-  document.getElementById("login-first").hidden = session.admin;
-  document.getElementById("go").disabled = !session.admin;
+  document.getElementById("login-first").hidden = session.play;
+  document.getElementById("go").disabled = !session.play;
 });
 document.getElementById("start").addEventListener("submit", async (event) => {
   event.preventDefault();
@@ -19,6 +19,18 @@ document.getElementById("start").addEventListener("submit", async (event) => {
     socket = Web.live("/ws/play/" + started.token, (data, serverOffset) => { if (data) { me = data; offset = serverOffset; render(); } });
   } catch (failure) { error.textContent = failure.message; }
 });
+// Why a click on (x, y) does nothing (it is no legal start or target): the game goes on.
+function whyNot(x, y) {
+  if (me.result) return "The game is over.";
+  if (!me.myTurn) return "It is not your turn: the bot is thinking.";
+  const field = me.state.board[y][x];
+  if (selected) return "No legal move of the selected fish ends there: click one of the highlighted fields.";
+  if (field.startsWith(me.team + "_")) return "This fish has no legal move: choose another one.";
+  if (field === "SQUID") return "That is a squid: click one of your own fish (highlighted).";
+  if (field === "EMPTY") return "That field is empty: click one of your own fish (highlighted) first.";
+  return "That is the bot's fish: click one of your own fish (highlighted).";
+}
+function say(text) { document.getElementById("why").textContent = text; }
 function render() {
   const svg = document.getElementById("board");
   const hint = document.getElementById("hint");
@@ -42,10 +54,10 @@ function render() {
       if (targets.has(key)) {
         const [sx, sy] = selected.split(",").map(Number);
         socket.send({ x: sx, y: sy, dir: targets.get(key) });
-        selected = null; me.myTurn = false; me.legal = {};
+        selected = null; me.myTurn = false; me.legal = {}; say("");
         render();
-      } else if (selectable.has(key)) { if (selected !== key) { selected = key; render(); } }
-      else { selected = null; render(); }
+      } else if (selectable.has(key)) { if (selected !== key) { selected = key; say(""); render(); } }
+      else { say(whyNot(x, y)); selected = null; render(); }
     },
   });
   svg.setAttribute("data-turn", me.state.turn);

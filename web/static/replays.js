@@ -116,16 +116,22 @@ drop.addEventListener("drop", (event) => {
 document.getElementById("file").addEventListener("change", (event) => {
   if (event.target.files.length) upload(event.target.files[0]);
 });
-fetch("/api/replays").then((r) => r.json()).then((data) => {
+// The listing comes in pages (the server bounds each answer): "more" asks for the next one.
+async function listReplays(offset) {
+  const data = await (await fetch("/api/replays?offset=" + offset)).json();
   const body = document.querySelector("#replays tbody");
-  document.getElementById("no-replays").hidden = data.replays.length > 0;
+  document.getElementById("no-replays").hidden = offset > 0 || data.replays.length > 0;
   for (const entry of data.replays) {
     const link = Web.el("a", { href: "#file=" + encodeURIComponent(entry.name), "data-replay": entry.name }, entry.name);
     link.addEventListener("click", (event) => { event.preventDefault(); loadServerReplay(entry.name, null); });
     body.append(Web.el("tr", {}, Web.el("td", {}, link),
       Web.el("td", { class: "small" }, new Date(entry.mtime * 1000).toLocaleString())));
   }
-});
+  const more = document.getElementById("more-replays");
+  more.hidden = data.next == null;
+  more.onclick = () => listReplays(data.next);
+}
+listReplays(0);
 const initial = hashParams();
 if (initial.get("file")) loadServerReplay(initial.get("file"), Number(initial.get("turn") ?? NaN));
 else if (initial.get("league")) loadLeagueGame(initial.get("league"), Number(initial.get("turn") ?? NaN));

@@ -1,0 +1,210 @@
+"""piranhas-check end to end in process mode (cgroup, network namespace, fresh copy), with
+bots of our own: the good ones are ready, each broken one fails the item that names its
+fault. Kept short for the default run: each test asks only for the items it is about
+(--only, --cases); the whole card of every good bot is in the slow group."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.check.helpers import (
+    BOTS,
+    SHELL_BOT,
+    failed,
+    faulty,
+    java_jar,
+    require_isolation,
+    run_check,
+    shell_variant,
+    statuses,
+)
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def test_the_shell_bot_is_ready_in_every_argument_form_and_stress_case(tmp_path: Path) -> None:
+    require_isolation()
+    status, card = run_check(
+        tmp_path, str(SHELL_BOT), "--only", "1,2,5,7", "--cases", "one-segment,split-utf8,join"
+    )
+    assert status == 0, failed(card)
+    found = statuses(card)
+    for style in ("short", "long", "reordered", "equals"):
+        assert found[f"run.args-{style}"] == "PASS"
+    assert found["run.network"] == "PASS"
+    assert found["stress.one-segment"] == found["stress.split-utf8"] == "PASS"
+    assert "network namespace" in card["isolation"]
+
+
+def test_the_contest_test_and_clock_through_the_match_core(tmp_path: Path) -> None:
+    """Items 3 and 4: real games on the in-process server; the move times are the server's,
+    at this machine's speed and throttled to the contest's (a factor given by hand)."""
+    require_isolation()
+    status, card = run_check(
+        tmp_path,
+        str(SHELL_BOT),
+        "--only",
+        "3,4",
+        "--random-games",
+        "2",
+        "--match-games",
+        "2",
+        "--clock-games",
+        "1",
+        "--speed-factor",
+        "2",
+        "--opponent",
+        "random",
+    )
+    assert status == 0, failed(card)
+    items = {item["key"]: item for item in card["items"]}
+    assert (
+        items["test.random"]["figures"]["won"]
+        + items["test.random"]["figures"]["lost"]
+        + items["test.random"]["figures"]["drawn"]
+        == 2
+    )
+    here, contest = items["clock.here"]["figures"], items["clock.contest"]["figures"]
+    assert here["moves"] >= 4 and contest["moves"] >= 2
+    assert 0 < here["p50"] <= here["p95"] <= here["p99"] <= here["max"] < 2000
+    assert items["clock.calibration"]["figures"]["factor"] == 2
+
+
+@pytest.mark.parametrize(
+    ("fault", "key"),
+    [("crlf", "upload.crlf"), ("no-run-bit", "upload.run-bit"), ("no-args", "upload.args")],
+)
+def test_a_broken_start_file_is_caught_and_does_not_run(
+    tmp_path: Path, fault: str, key: str
+) -> None:
+    require_isolation()
+    status, card = run_check(tmp_path, str(shell_variant(tmp_path, fault)), "--only", "1,2")
+    assert status == 1
+    assert key in failed(card)
+    # Run as the contest runs it, the bot does not get into a game either.
+    assert failed(card) >= {"run.args-short", "run.args-long"}
+
+
+def test_a_bot_that_ignores_the_long_options_fails_them_only(tmp_path: Path) -> None:
+    require_isolation()
+    status, card = run_check(tmp_path, str(shell_variant(tmp_path, "short-only")), "--only", "2")
+    assert status == 1
+    # The reordered form has a long option too.
+    assert failed(card) == {"run.args-long", "run.args-reordered", "run.args-equals"}
+    long = next(item for item in card["items"] if item["key"] == "run.args-long")
+    # getopts reads --host as -- and -h with "ost": the bot cannot connect.
+    assert "exited with status 1 before connecting" in long["detail"]
+    assert "illegal option" in long["log_tail"]
+    assert "long forms" in long["fix"]
+
+
+def test_a_bot_that_needs_the_network(tmp_path: Path) -> None:
+    require_isolation()
+    status, card = run_check(tmp_path, faulty("network"), "--only", "2")
+    assert status == 1
+    network = next(item for item in card["items"] if item["key"] == "run.network")
+    assert network["status"] == "FAIL" and "pypi.org" in network["detail"]
+
+
+def test_a_bot_that_spins_while_the_opponent_thinks(tmp_path: Path) -> None:
+    require_isolation()
+    status, card = run_check(tmp_path, faulty("busy"), "--only", "6")
+    assert status == 1
+    assert failed(card) == {"resources.idle-cpu"}
+
+
+def test_a_bot_that_allocates_2_gb_is_killed_at_the_contest_limit(tmp_path: Path) -> None:
+    require_isolation()
+    status, card = run_check(tmp_path, faulty("memory"), "--only", "6,7")
+    assert status == 1
+    memory = next(item for item in card["items"] if item["key"] == "resources.memory")
+    assert memory["status"] == "FAIL" and "1536 MiB" in memory["detail"]
+    assert "robust.verdicts" in failed(card)
+    assert statuses(card)["robust.cleanup"] == "PASS"
+
+
+def test_a_bot_that_breaks_on_memento_and_move_request_in_one_packet(tmp_path: Path) -> None:
+    require_isolation()
+    status, card = run_check(
+        tmp_path, faulty("one-per-read"), "--only", "5", "--cases", "one-segment,split-tag"
+    )
+    assert status == 1
+    found = statuses(card)
+    assert found["stress.one-segment"] == "FAIL"
+    # Cut into pieces (each message alone), the same bot copes.
+    assert found["stress.split-tag"] == "PASS"
+    item = next(item for item in card["items"] if item["key"] == "stress.one-segment")
+    assert "no move within 10 s" in item["detail"]
+    assert 'class="move' not in item.get("bot_bytes", "")  # it only joined
+
+
+def test_a_bot_that_moves_early_and_twice_after_a_slow_server(tmp_path: Path) -> None:
+    require_isolation()
+    status, card = run_check(
+        tmp_path, faulty("early"), "--only", "5", "--cases", "official,slow-server"
+    )
+    assert status == 1
+    assert failed(card) == {"stress.slow-server"}
+    item = next(item for item in card["items"] if item["key"] == "stress.slow-server")
+    assert "before the moveRequest" in item["detail"]
+    assert 'class="move"' in item["bot_bytes"]
+
+
+@pytest.mark.parametrize(
+    ("fault", "words"),
+    [
+        ("crash", "closed the connection"),
+        ("twice", "a move without a request (a second answer?)"),
+        ("garbage", "no SC protocol"),
+    ],
+)
+def test_crash_double_answer_and_garbage_get_a_clear_verdict(
+    tmp_path: Path, fault: str, words: str
+) -> None:
+    require_isolation()
+    status, card = run_check(tmp_path, faulty(fault), "--only", "5,7", "--cases", "official")
+    assert status == 1
+    items = {item["key"]: item for item in card["items"]}
+    assert items["stress.official"]["status"] == "FAIL"
+    assert words in items["stress.official"]["detail"]
+    assert items["robust.verdicts"]["status"] == "FAIL"
+    assert items["robust.cleanup"]["status"] == "PASS"
+
+
+@pytest.mark.socha
+def test_the_socha_bot_is_ready(tmp_path: Path) -> None:
+    pytest.importorskip("socha")
+    require_isolation()
+    command = f"{sys.executable} {BOTS / 'socha' / 'logic.py'}"
+    status, card = run_check(tmp_path, command, "--only", "2,5", "--cases", "one-segment")
+    assert status == 0, failed(card)
+    # The socha starter asks PyPI for a newer version and carries on when it cannot.
+    assert statuses(card)["run.network"] == "WARN"
+
+
+def test_the_java_bot_is_ready(tmp_path: Path) -> None:
+    require_isolation()
+    jar = java_jar(tmp_path)
+    status, card = run_check(tmp_path, str(jar), "--only", "1,2,5", "--cases", "one-segment")
+    assert status == 0, failed(card)
+    assert statuses(card)["upload.jar"] == "PASS"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bot", ["shell", "java", "socha"])
+def test_the_whole_card_of_each_good_bot(tmp_path: Path, bot: str) -> None:
+    require_isolation()
+    extra: list[str] = []
+    if bot == "shell":
+        target = str(SHELL_BOT)
+    elif bot == "java":
+        target = str(java_jar(tmp_path))
+    else:
+        pytest.importorskip("socha")
+        # A folder with requirements.txt but no wheels (item 1 fails on that): the rest.
+        target, extra = str(BOTS / "socha"), ["--python", sys.executable, "--only", "2,3,4,5,6,7"]
+    status, card = run_check(tmp_path, target, *extra)
+    assert status == 0, failed(card)

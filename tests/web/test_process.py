@@ -1,0 +1,178 @@
+"""The web viewer in its own process (web.process): fed by the observer feed, restarted when
+it dies, never a cost to the games."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+import pytest
+import trio
+
+from engine import GameResult, GameState, Team
+from protocol import GAME_TYPE
+from protocol.events import Prepare, SlotDescriptor
+from protocol.messages import Left, Memento, Paused, ResultMessage
+from server.app import serve
+from server.config import Settings
+from server.feed import RoomPlayer
+from web.hub import GameHub
+from web.process import PipeFeed, WebProcess, decode_event, encode_event
+from web.sc import admin_request
+
+from .httpclient import Browser
+from .players import random_bot
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(port=0, replay_dir=tmp_path / "replays", password="secret-pw")
+
+
+@pytest.fixture
+async def web(settings: Settings, nursery: trio.Nursery) -> AsyncIterator[tuple[int, WebProcess]]:
+    companion = WebProcess(settings, port=0)
+    stop = trio.Event()
+
+    async def run(task_status: trio.TaskStatus[int]) -> None:
+        await serve(
+            settings, task_status=task_status, stop=stop, handle_signals=False, companion=companion
+        )
+
+    port = await nursery.start(run)
+    yield port, companion
+    stop.set()
+
+
+def test_a_state_crosses_the_pipe_whole() -> None:
+    state = GameState.initial(5)
+    for _ in range(3):
+        state = state.apply(state.legal_moves()[0])
+    event = ("observe", 1.5, Memento("r1", state))
+    encoded = encode_event(event)
+    assert len(pickle.dumps(encoded)) < 1000  # not the engine's tables
+    kind, when, message = decode_event(encoded)
+    assert (kind, when) == ("observe", 1.5) and isinstance(message, Memento)
+    assert message.state == state and message.state.last_move == state.last_move
+
+
+def test_a_full_feed_drops_events_and_never_blocks() -> None:
+    feed = PipeFeed(buffer=3)
+    feed.room_opened("r", paused=False, prepared=True)
+    for turn in range(10):
+        feed.observe(Paused("r", turn % 2 == 0))
+    assert feed.dropped == 8
+    # The journal still knows the room for a viewer that starts afresh; a closed room is gone.
+    assert [event[0] for event in feed.journal.replay()][:1] == ["opened"]
+    feed.observe(Left("r"))
+    assert feed.journal.replay() == []
+
+
+def test_the_hub_takes_the_events_as_the_pipe_gives_them() -> None:
+    hub = GameHub()
+    result = GameResult([], Team.ONE, True, "won")
+    hub.apply(("opened", 100.0, "r", False, True))
+    hub.apply(("players", 100.5, "r", (RoomPlayer("ONE", "A", True),)))
+    hub.apply(decode_event(encode_event(("observe", 101.0, Memento("r", GameState.initial(1))))))
+    hub.apply(("observe", 102.0, ResultMessage("r", result)))
+    view = hub.games["r"]
+    assert view.opened_at == 100.0 and view.clock_start == 101.0
+    assert view.names() == ["A", "Team TWO"] and view.status == "over"
+
+
+async def test_the_viewer_process_shows_the_games_and_ends_with_the_server(
+    web: tuple[int, WebProcess],
+) -> None:
+    port, companion = web
+    with trio.fail_after(30):
+        assert companion.process is not None and companion.process.pid != os.getpid()
+        slots = (SlotDescriptor("A", True, True), SlotDescriptor("B", True, True))
+        reply = await admin_request(port, "secret-pw", [Prepare(GAME_TYPE, True, slots)])
+        room = reply.prepared[0].room_id
+        browser = Browser(companion.url)
+        while True:
+            _status, body = await browser.get("/api/rooms")
+            if [row["id"] for row in body["rooms"]] == [room]:
+                break
+            await trio.sleep(0.05)
+        assert body["rooms"][0]["names"] == ["A", "B"]
+
+
+async def test_a_viewer_process_that_dies_comes_back_with_the_open_rooms(
+    web: tuple[int, WebProcess],
+) -> None:
+    port, companion = web
+    with trio.fail_after(40):
+        async with trio.open_nursery() as nursery:
+            slots = (SlotDescriptor("A", True, True), SlotDescriptor("B", True, True))
+            reply = await admin_request(port, "secret-pw", [Prepare(GAME_TYPE, False, slots)])
+            prepared = reply.prepared[0]
+            gate_send, gate = trio.open_memory_channel[None](0)
+            for seed, code in enumerate(prepared.reservations):
+                nursery.start_soon(
+                    partial(random_bot, port, reservation=code, seed=seed, gate=gate)
+                )
+            for _ in range(4):
+                await gate_send.send(None)
+            first = companion.process
+            assert first is not None
+            os.kill(first.pid, signal.SIGKILL)
+            while companion.process is first or not companion.url:
+                await trio.sleep(0.05)
+            browser = Browser(companion.url)
+            while True:
+                try:
+                    _status, body = await browser.get(f"/api/games/{prepared.room_id}")
+                except OSError:
+                    await trio.sleep(0.1)  # the new process is not listening yet
+                    continue
+                if isinstance(body, dict) and body.get("turn", 0) >= 3:
+                    break
+                await trio.sleep(0.05)
+            assert companion.starts == 2 and body["names"] == ["A", "B"]
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_web_port_in_use_fails_the_server(settings: Settings) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        companion = WebProcess(settings, port=taken.getsockname()[1])
+        with trio.fail_after(30), pytest.raises(BaseException) as caught:
+            await serve(settings, handle_signals=False, companion=companion)
+        errors = [caught.value]
+        while isinstance(errors[-1], BaseExceptionGroup):
+            errors.append(errors[-1].exceptions[0])
+        assert isinstance(errors[-1], OSError) and "in use" in str(errors[-1])
+
+
+async def test_the_viewer_process_asks_the_servers_login_gate(
+    settings: Settings, nursery: trio.Nursery
+) -> None:
+    settings = replace(settings, login_failures=2, login_lockout=60.0, login_failure_delay=0.0)
+    companion = WebProcess(settings, port=0)
+    stop = trio.Event()
+
+    async def run(task_status: trio.TaskStatus[int]) -> None:
+        await serve(
+            settings, task_status=task_status, stop=stop, handle_signals=False, companion=companion
+        )
+
+    port = await nursery.start(run)
+    with trio.fail_after(30):
+        browser = Browser(companion.url)
+        await browser.session()
+        # A wrong password waits LOGIN_FAILURE_DELAY in the viewer's process (1 s).
+        for _ in range(2):
+            assert (await browser.post("/api/login", {"password": "guess"}))[0] == 403
+        status, _ = await browser.post("/api/login", {"password": "secret-pw"})
+        assert status == 429
+        reply = await admin_request(port, "secret-pw", [])
+        assert any("Too many failed logins" in text for text in reply.errors)
+    stop.set()
