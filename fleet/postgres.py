@@ -47,7 +47,9 @@ CONNECT_TIMEOUT = 5
 # timeout for unacknowledged data (libpq's tcp_user_timeout, milliseconds).
 TCP_OPTIONS = (
     "keepalives=1 keepalives_idle=10 keepalives_interval=5 keepalives_count=3 "
-    "tcp_user_timeout=20000"
+    "tcp_user_timeout=20000 "
+    # A database created without a locale is SQL_ASCII, whose text psycopg returns as bytes.
+    "client_encoding=UTF8"
 )
 
 

@@ -269,3 +269,23 @@ def test_dramatiq_s_logging_works_after_the_first_match(
     log = (tmp_path / "w1-logs" / "worker.log").read_text()
     # Dramatiq's own shutdown lines come after every match: the log still works then.
     assert "dramatiq.worker.Worker: Shutting down..." in log, log[-2000:]
+
+
+def test_a_database_created_without_a_locale_works(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    # What initdb makes in a container without LANG: SQL_ASCII, whose text psycopg would
+    # return as bytes (b'new' is not a RunStatus; the stored schedule never matches again).
+    name = f"ascii_{os.urandom(4).hex()}"
+    postgres_server.execute(f"CREATE DATABASE \"{name}\" ENCODING 'SQL_ASCII' TEMPLATE template0")
+    dsn = f"postgresql://postgres@{postgres_server.host}:{postgres_server.port}/{name}"
+    league = tmp_path / "league.toml"
+    league.write_text(league_text())
+    config = load_league(league)
+    coordinator.initialize(config, dsn)
+    coordinator.initialize(config, dsn)  # compares the stored schedule and fingerprint
+    store, runs = open_store(dsn)
+    try:
+        assert {s.status for s in runs.states()} == {RunStatus.NEW}
+    finally:
+        store.close()
