@@ -236,6 +236,13 @@ class GameState:
     def _team_mask(self, team: Team) -> int:
         return self._one if team is Team.ONE else self._two
 
+    def bitboards(self) -> tuple[int, int, int, int, int]:
+        """The board as bit masks: ONE's fish, TWO's fish, squids, fish of size ≥ 2, fish of
+        size 3; field (x, y) is bit y * (width + 1) + x (engine.geometry). For bots that hash
+        positions (a transposition table keys on these, not on the last move) or evaluate
+        them without building rows."""
+        return (self._one, self._two, self._squid, self._ge2, self._ge3)
+
     def fish_count(self, team: Team) -> int:
         """How many fish `team` has left."""
         return self._team_mask(team).bit_count()
