@@ -257,7 +257,7 @@ async def ws_fragments(target: Target, nursery: trio.Nursery) -> None:
                         socket.send(ws.BytesMessage(chunk, message_finished=False))
                     )
                     sent += len(chunk)
-                tally.notes["sent_mb_max"] = max(tally.notes.get("sent_mb_max", 0), sent >> 20)
+                tally.notes["sent_kib_max"] = max(tally.notes.get("sent_kib_max", 0), sent >> 10)
                 while not closed:  # hold the unfinished message
                     await trio.sleep(0.5)
                 inner.cancel_scope.cancel()
@@ -288,7 +288,7 @@ async def prepare_paused_room(port: int) -> str:
 def ws_integrity(target: Target) -> str:
     tally = target.tally
     return (
-        f"sockets {dict(tally.answers)}, up to {tally.notes.get('sent_mb_max', 0)} MiB sent on "
+        f"sockets {dict(tally.answers)}, up to {tally.notes.get('sent_kib_max', 0)} KiB sent on "
         f"one; viewer RSS {tally.notes.get('web_rss_after_mb', '?')} MB 3 s after they closed"
     )
 
@@ -499,6 +499,13 @@ async def slow_body(target: Target, nursery: trio.Nursery) -> None:
         nursery.start_soon(again, trickle, tally)
 
 
+async def slow_body_after(target: Target) -> None:
+    """Wait (at most 45 s) until every trickling body has been let go once."""
+    with trio.move_on_after(45):
+        while target.tally.requests < SLOW_BODIES:
+            await trio.sleep(0.5)
+
+
 def slow_integrity(target: Target) -> str:
     tally = target.tally
     held = sorted(tally.held)
@@ -594,7 +601,7 @@ WEB_SCENARIOS: dict[str, WebScenario] = {
     "loginbrute": WebScenario(8, login_brute, login_brute_integrity, after=login_brute_after),
     "sessions": WebScenario(30, sessions, sessions_integrity, after=sessions_after),
     "gzipbomb": WebScenario(8, gzip_bomb, gzip_integrity),
-    "slowbody": WebScenario(SLOW_BODIES, slow_body, slow_integrity),
+    "slowbody": WebScenario(SLOW_BODIES, slow_body, slow_integrity, after=slow_body_after),
     "symlink": WebScenario(4, symlinks, symlink_integrity, setup=symlink_setup),
     "leaguegames": WebScenario(
         2, league_pages, league_integrity, league=league_file(4, 1_000_000_000)
