@@ -52,7 +52,9 @@ COPY engine/ engine/
 COPY protocol/ protocol/
 COPY server/ server/
 # The server's clients and companions, so every console script of the package works here too
-# (piranhas-match, piranhas-league, piranhas-bot); the game server itself never imports them.
+# (piranhas-match, piranhas-league, piranhas-bot, in cli/); the game server never imports them.
+COPY launching/ launching/
+COPY cli/ cli/
 COPY client/ client/
 COPY bots/ bots/
 COPY runner/ runner/

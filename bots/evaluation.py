@@ -123,3 +123,46 @@ def evaluate(state: GameState) -> int:
     one, two = team_features(state)
     value = one.score() - two.score()
     return round(value if state.current_team.value == 0 else -value)
+
+
+def _mask_score(mask: int, heavy: int, large: int, stride: int) -> float:
+    """TeamFeatures.score() of the fish in `mask`, straight from the bit masks (no rows)."""
+    count = mask.bit_count()
+    if not count:
+        return -SWARM_WEIGHT
+    heaviest = 0
+    swarms = 0
+    remaining = mask
+    while remaining:
+        swarm = connected_component(remaining & -remaining, remaining, stride)
+        remaining ^= swarm
+        swarms += 1
+        weight = swarm.bit_count() + (swarm & heavy).bit_count() + (swarm & large).bit_count()
+        if weight > heaviest:
+            heaviest = weight
+    xs: list[int] = []
+    ys: list[int] = []
+    remaining = mask
+    while remaining:
+        low = remaining & -remaining
+        remaining ^= low
+        y, x = divmod(low.bit_length() - 1, stride)
+        xs.append(x)
+        ys.append(y)
+    cx = sum(xs) / count
+    cy = sum(ys) / count
+    spread = 0.0
+    for x, y in zip(xs, ys, strict=True):
+        dx, dy = abs(x - cx), abs(y - cy)
+        spread += dx if dx > dy else dy
+    spread = max(0.0, spread - _TIGHTEST[min(count, 256)])
+    return SWARM_WEIGHT * heaviest - SPREAD_WEIGHT * spread - FRAGMENT_WEIGHT * (swarms - 1)
+
+
+def evaluate_for_one(state: GameState) -> int:
+    """`evaluate` from ONE's side whoever is to move, read from the engine's bit masks: the
+    same value as `evaluate` (tests check it), about twice as fast; the search caches it by
+    board, which is why it does not depend on the side to move."""
+    one, two, _, ge2, ge3 = state.bitboards()
+    stride = state.width + 1
+    return round(_mask_score(one, ge2, ge3, stride) - _mask_score(two, ge2, ge3, stride))

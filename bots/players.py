@@ -67,11 +67,12 @@ class GreedyBot:
         return best[0] if len(best) == 1 else self._rng.choice(best)
 
 
-BOT_NAMES = ("random", "greedy", "search")
+BOT_NAMES = ("random", "greedy", "search", "search-v1")
 
 
 def make_bot(name: str, seed: int | None = None) -> Bot:
-    """A new bot by name (`random`, `greedy`, `search`); ValueError for another name."""
+    """A new bot by name (`random`, `greedy`, `search`, `search-v1` — the search before the
+    analysis work, kept for comparisons); ValueError for another name."""
     if name == "random":
         return RandomBot(seed)
     if name == "greedy":
@@ -80,4 +81,8 @@ def make_bot(name: str, seed: int | None = None) -> Bot:
         from bots.search import SearchBot  # search imports this module for Bot's helpers
 
         return SearchBot(seed)
+    if name == "search-v1":
+        from bots.search_v1 import SearchBotV1
+
+        return SearchBotV1(seed)
     raise ValueError(f"unknown bot {name!r}; choose one of {', '.join(BOT_NAMES)}")

@@ -49,6 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["reproduce"]:
         return reproduce_main(arguments[1:])
+    if arguments[:1] == ["positions"]:
+        from runner.positions import main as positions_main
+
+        return positions_main(arguments[1:])
     try:
         options = parse_options(arguments)
     except MatchError as error:

@@ -16,7 +16,7 @@ from client import ClientSession
 from engine import Direction, Move
 from launching import MatchError
 from league.asyncstore import AsyncStore
-from league.records import record_game, write_record
+from league.records import record_game, refused_move, write_record
 from league.store import Claim, GameOutcome, RecordStatus, StaleAttemptError
 from league.table import LeagueTable
 from league.teams import LeagueRunError
@@ -40,8 +40,9 @@ class GameReport:
     notes: tuple[str, ...] = ()
 
 
-def _moves(game: ServerGame) -> list[Move]:
-    return [Move(x, y, Direction[direction]) for x, y, direction in game.moves]
+def _moves(game: ServerGame, refused: Move | None) -> list[Move]:
+    applied = [Move(x, y, Direction[direction]) for x, y, direction in game.moves]
+    return applied if refused is None else [*applied, refused]
 
 
 def record_path(records_dir: Path, match_id: int, number: int) -> Path:
@@ -122,7 +123,7 @@ async def play_and_record(
         date=(finished.started or finished.created).astimezone(UTC).isoformat(),
         seed=game.board_seed,
         team_ids=team_ids,
-        moves=_moves(finished),
+        moves=_moves(finished, refused_move(finished.result, observation.packets)),
         move_ms=finished.move_ms,
         result=finished.result,
     )

@@ -44,6 +44,7 @@ __all__ = [
     "read_record",
     "read_record_file",
     "record_game",
+    "refused_move",
     "to_replay",
     "verify",
     "write_record",
@@ -155,6 +156,20 @@ def record_game(
         tuple(RecordMove(move, ms) for move, ms in zip(moves, timed, strict=False)),
         recorded,
     )
+
+
+def refused_move(result: GameResult, packets: Sequence[object]) -> Move | None:
+    """The move that ended the game as a rule violation, from what an observer received: the
+    room error that carries it (the server applies and keeps only legal moves). None when no
+    player was penalised for an illegal move. The record lists it as its last move
+    (docs/game-records.md); `verify` checks it is illegal for the penalty's reason."""
+    if not any(
+        entry.violation is not None and entry.violation.kind is ViolationKind.RULE_VIOLATION
+        for entry, _ in result.scores
+    ):
+        return None
+    errors = [packet for packet in packets if isinstance(packet, RoomError)]
+    return errors[-1].original_move if errors else None
 
 
 # ---- XML -----------------------------------------------------------------------------------

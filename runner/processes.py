@@ -15,8 +15,10 @@ from pathlib import Path
 import trio
 
 from launching import MatchError
+from launching.botlog import BoundedLog
 
 TERMINATE_WAIT = 1.0  # between SIGTERM and SIGKILL for a process that must go
+LOG_FINISH_WAIT = 2.0  # for the rest of a stopped player's output to reach its log
 # Every player process and what it starts carry a token of their own in this variable, so the
 # ones that left its process group are found again (runner.reaper).
 TOKEN_VARIABLE = "PIRANHAS_BOT_TOKEN"
@@ -25,9 +27,12 @@ TOKEN_VARIABLE = "PIRANHAS_BOT_TOKEN"
 class ProcessPlayer:
     """A player running as a local process in its own process group."""
 
-    def __init__(self, process: trio.Process, token: str = "") -> None:
+    def __init__(
+        self, process: trio.Process, token: str = "", log: BoundedLog | None = None
+    ) -> None:
         self.process = process
         self.token = token  # its TOKEN_VARIABLE
+        self.log = log
 
     @property
     def returncode(self) -> int | None:
@@ -55,6 +60,8 @@ class ProcessPlayer:
             # Also after a clean exit: a wrapper script may leave children behind.
             self._signal_group(signal.SIGKILL)
             await self.process.wait()
+            if self.log is not None:
+                await trio.to_thread.run_sync(self.log.finish, LOG_FINISH_WAIT)
         return running
 
     def _signal_group(self, signum: signal.Signals) -> None:
@@ -81,26 +88,31 @@ async def start_process(
     argv: Sequence[str], log_path: Path, *, what: str, cwd: str | None = None
 ) -> ProcessPlayer:
     """Start a player process as every launcher of this runner does: stdout and stderr to
-    `log_path`, no stdin, unbuffered Python, a process group of its own. Raises MatchError
-    naming `what` when it cannot start."""
+    `log_path` (bounded: its head and tail, runner.botlog), no stdin, unbuffered Python, a
+    process group of its own. Raises MatchError naming `what` when it cannot start."""
     env = dict(os.environ)
     # Python bots: output reaches the log as it happens, also when the bot is killed.
     env.setdefault("PYTHONUNBUFFERED", "1")
     token = env[TOKEN_VARIABLE] = secrets.token_hex(8)
-    with log_path.open("wb") as log_file:
-        try:
-            process = await trio.lowlevel.open_process(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=cwd,
-                # Own process group: Ctrl+C in the terminal reaches only us (the bots do
-                # not die first and look crashed), and killing the group also gets a
-                # wrapper's children (start.sh -> java).
-                start_new_session=True,
-            )
-        except OSError as error:
-            raise MatchError(f"cannot start {what}: {error}") from None
-    return ProcessPlayer(process, token)
+    try:
+        log = BoundedLog(log_path)
+    except OSError as error:
+        raise MatchError(f"cannot start {what}: cannot write {log_path}: {error}") from None
+    try:
+        process = await trio.lowlevel.open_process(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log.writer,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=cwd,
+            # Own process group: Ctrl+C in the terminal reaches only us (the bots do
+            # not die first and look crashed), and killing the group also gets a
+            # wrapper's children (start.sh -> java).
+            start_new_session=True,
+        )
+    except OSError as error:
+        raise MatchError(f"cannot start {what}: {error}") from None
+    finally:
+        log.started()  # the pipe ends with the process (or at once when it did not start)
+    return ProcessPlayer(process, token, log)

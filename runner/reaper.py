@@ -164,7 +164,8 @@ class BotReaper:
 
     def __init__(self, containers: tuple[str, str] | None = None) -> None:
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _COMPANION, *(containers or ())],
+            # -I -S: the standard library only, no site packages to import (half the start).
+            [sys.executable, "-I", "-S", "-c", _COMPANION, *(containers or ())],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -31,6 +31,7 @@ import structlog
 import trio
 
 from launching import MatchError
+from launching.botlog import BoundedLog
 from sandbox.docker import DockerError, docker, docker_cli, remove_containers
 
 BOT_BASE_IMAGE = "piranhas/bot-base:bookworm"
@@ -143,10 +144,12 @@ class ContainerPlayer:
         logs: trio.Process,
         limits: Limits,
         cli: str,
+        bot_log: BoundedLog | None = None,
     ) -> None:
         self.bot = bot
         self.relay = relay
         self.logs = logs
+        self.bot_log = bot_log
         self.limits = limits
         self.cli = cli
         self._returncode: int | None = None
@@ -207,6 +210,8 @@ class ContainerPlayer:
                 if self.logs.returncode is None:
                     self.logs.kill()
                     await self.logs.wait()
+                if self.bot_log is not None:
+                    await trio.to_thread.run_sync(self.bot_log.finish, LOGS_DRAIN)
                 try:
                     await remove_containers([self.bot, self.relay], cli=self.cli)
                     self.removed = True
@@ -278,20 +283,24 @@ class ContainerLauncher:
                 cli=self.cli,
             )
             started.append(bot)
-            with log_path.open("wb") as log_file:
+            # Bounded like a process player's log (launching.botlog): its head and tail.
+            bot_log = BoundedLog(log_path)
+            try:
                 logs = await trio.lowlevel.open_process(
                     [self.cli, "logs", "--follow", bot],
                     stdin=subprocess.DEVNULL,
-                    stdout=log_file,
+                    stdout=bot_log.writer,
                     stderr=subprocess.STDOUT,
                 )
+            finally:
+                bot_log.started()
         except (DockerError, OSError) as error:
             # Shielded: also on Ctrl+C; a failure here is left to the next start's sweep.
             with trio.CancelScope(shield=True), contextlib.suppress(DockerError):
                 await remove_containers(started, cli=self.cli)
             message = f"cannot start {name} in a container ({self.image}): {error}"
             raise MatchError(message) from None
-        return ContainerPlayer(bot, relay, logs, self.limits, self.cli)
+        return ContainerPlayer(bot, relay, logs, self.limits, self.cli, bot_log)
 
     def bot_flags(self, relay: str, game: str) -> list[str]:
         """The `docker run` flags of a bot container (without name and image)."""

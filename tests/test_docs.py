@@ -168,7 +168,7 @@ def test_the_package_table_check_sees_a_disagreement() -> None:
 README = ROOT / "README.md"
 TESTS_README = ROOT / "tests" / "README.md"
 MKDOCS = ROOT / "mkdocs.yml"
-_COMMAND = re.compile(r"^\s*(piranhas-(?:server|match|league|bot))\b", re.MULTILINE)
+_COMMAND = re.compile(r"^\s*(piranhas-[a-z]+)(?=\s|$)", re.MULTILINE)  # a bare command line
 _ACTIVATE = ". .venv/bin/activate"
 _TEST_TIME = re.compile(r"about\s+(\d+)\s+minutes\s+on\s+2\s+cores")
 

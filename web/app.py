@@ -33,11 +33,12 @@ from engine import Direction, Move
 from protocol import GAME_TYPE
 from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
 from server.config import Settings
-from server.feed import ObserverFeed
+from server.feed import LoginGate, ObserverFeed
 from server.limits import address_key, connection_cap, is_loopback, raise_descriptor_limit
 from web import listen
 from web.auth import COOKIE, CSRF_HEADER, SESSION_SECONDS, Session, Sessions, csrf_ok, same_origin
 from web.board import legal_targets, state_json
+from web.gate import AsyncGate, GateUnavailable, LocalGate, OpenGate
 from web.http import (
     PAGE_HEADERS,
     BodyTimeout,
@@ -101,12 +102,17 @@ class WebViewer:
             if settings.web_league is not None
             else None
         )
+        self.gate: AsyncGate = LocalGate(OpenGate())
         self.app = self._build_app()
 
     @property
     def feed(self) -> ObserverFeed:
         """The lobby's observer feed."""
         return self.hub
+
+    def use_login_gate(self, gate: LoginGate) -> None:
+        """Logins from now on count against the game server's lockout (`GuardsLogins`)."""
+        self.gate = LocalGate(gate)
 
     async def run(
         self, game_port: int, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -217,12 +223,23 @@ class WebViewer:
             return error(403, "cross-site request or missing CSRF token refused")
         body = await json_body(request)
         password = body.get("password") if isinstance(body, dict) else None
-        admin = self.sessions.login(session, password) if isinstance(password, str) else None
-        if admin is None:
-            log.info("web login failed")  # never the password
-            await trio.sleep(LOGIN_FAILURE_DELAY)  # slows down guessing
-            return error(403, "wrong password")
-        log.info("web login")
+        address = _client_address(request)
+        try:
+            # The game server's lockout, shared with its admin port: a locked-out address
+            # is refused without a look at the password.
+            remaining = await self.gate.check(address)
+            if remaining > 0:
+                return error(429, f"too many failed logins: try again in {remaining:.0f} s")
+            admin = self.sessions.login(session, password) if isinstance(password, str) else None
+            if admin is None:
+                failure = await self.gate.fail(address)
+                log.info("web login failed", address=address, failures=failure.failures)
+                await trio.sleep(LOGIN_FAILURE_DELAY)  # slows down guessing
+                return error(403, "wrong password")
+            await self.gate.succeed(address)
+        except GateUnavailable:
+            return error(503, "logins are not possible right now")
+        log.info("web login", address=address)
         response = JSONResponse({"admin": True, "play": True, "csrf": admin.csrf})
         _set_cookie(response, admin, request)
         return response

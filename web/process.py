@@ -10,14 +10,17 @@ players reach the game port over loopback.
 
 Frames on both pipes are a 4-byte big-endian length and a pickle (both ends are this module,
 in processes the server started). Parent → child: `("start", settings, game_port, port)`
-first, then lists of feed events. Child → parent: `("listening", url)` or
-`("failed", errno, text)` once. A viewer process that dies is started again (and told the
-open rooms again, from the journal); one that cannot bind its port at start-up fails the
-server, as the game port does.
+first, then lists of feed events and `("gate", id, answer)`. Child → parent:
+`("listening", url)` or `("failed", errno, text)` once, then `("gate", id, method, address)`:
+the web login asks the game server's own `LoginGate` (one lockout for both ports).
+
+A viewer process that dies is started again (and told the open rooms again, from the
+journal); one that cannot bind its port at start-up fails the server, as the game port does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import signal
@@ -25,7 +28,8 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import structlog
@@ -34,7 +38,8 @@ import trio
 from engine import FieldState, GameState
 from protocol.messages import Left, Memento, ServerMessage
 from server.config import Settings
-from server.feed import RoomPlayer
+from server.feed import LoginGate, RoomPlayer
+from web.gate import OpenGate, RemoteGate, answer_gate
 
 log = structlog.get_logger("web.process")
 
@@ -169,11 +174,16 @@ class WebProcess:
         self.url = ""
         self.starts = 0  # viewer processes started
         self.process: trio.Process | None = None
+        self._gate: LoginGate = OpenGate()
 
     @property
     def feed(self) -> PipeFeed:
         """The lobby's observer feed."""
         return self._feed
+
+    def use_login_gate(self, gate: LoginGate) -> None:
+        """The viewer's logins are checked against `gate` (`server.feed.GuardsLogins`)."""
+        self._gate = gate
 
     async def run(
         self, game_port: int, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -201,6 +211,12 @@ class WebProcess:
         self.url = ""
         assert process.stdin is not None and process.stdout is not None
         stdin, reader = process.stdin, FrameReader(process.stdout)
+        writing = trio.Lock()  # the feed and the gate's answers share the pipe
+
+        async def write(data: bytes) -> None:
+            async with writing:
+                await stdin.send_all(data)
+
         try:
             # Events queued meanwhile are in the journal if their room is still open.
             while True:
@@ -221,7 +237,7 @@ class WebProcess:
             else:
                 log.warning("web viewer started again", url=self.url, open_rooms=len(backlog))
             if backlog:
-                await stdin.send_all(frame([encode_event(event) for event in backlog]))
+                await write(frame([encode_event(event) for event in backlog]))
             async with trio.open_nursery() as nursery:
 
                 async def watch_exit() -> None:
@@ -229,8 +245,17 @@ class WebProcess:
                     log.error("web viewer process ended", status=status)
                     nursery.cancel_scope.cancel()
 
+                async def until_broken(task: Callable[[], Awaitable[None]]) -> None:
+                    # A pipe that breaks means the child is gone: watch_exit reports it.
+                    with contextlib.suppress(
+                        EOFError, trio.BrokenResourceError, trio.ClosedResourceError
+                    ):
+                        await task()
+                    await trio.sleep_forever()
+
                 nursery.start_soon(watch_exit)
-                await self._pump_feed(stdin)
+                nursery.start_soon(until_broken, partial(self._answer_gate, reader, write))
+                await until_broken(partial(self._pump_feed, write))
         except (EOFError, trio.BrokenResourceError, trio.ClosedResourceError):
             if task_status is not None:
                 raise _StartFailed(0, "the web viewer process ended at start-up") from None
@@ -239,7 +264,16 @@ class WebProcess:
             with trio.CancelScope(shield=True):
                 await _stop(process)
 
-    async def _pump_feed(self, stdin: trio.abc.SendStream) -> None:
+    async def _answer_gate(
+        self, reader: FrameReader, write: Callable[[bytes], Awaitable[None]]
+    ) -> None:
+        while True:
+            request = await reader.receive()
+            if request[0] == "gate":
+                _, request_id, method, address = request
+                await write(frame(("gate", request_id, answer_gate(self._gate, method, address))))
+
+    async def _pump_feed(self, write: Callable[[bytes], Awaitable[None]]) -> None:
         receive = self._feed.receive
         while True:
             batch = [encode_event(await receive.receive())]
@@ -248,7 +282,7 @@ class WebProcess:
                     batch.append(encode_event(receive.receive_nowait()))
                 except trio.WouldBlock:
                     break
-            await stdin.send_all(frame(batch))
+            await write(frame(batch))
 
 
 class _StartFailed(Exception):
@@ -278,9 +312,17 @@ async def _child(control_in: int, control_out: int) -> None:
 
     reader = FrameReader(trio.lowlevel.FdStream(control_in))
     out = trio.lowlevel.FdStream(control_out)
+    writing = trio.Lock()
+
+    async def send(value: tuple[Any, ...]) -> None:
+        async with writing:
+            await out.send_all(frame(value))
+
     _kind, settings, game_port, port = await reader.receive()
     configure_logging(settings.log_format, settings.log_level)
     viewer = WebViewer(settings, port=port)
+    gate = RemoteGate(send)
+    viewer.gate = gate
     hub = viewer.hub
     async with trio.open_nursery() as nursery:
         try:
@@ -289,12 +331,16 @@ async def _child(control_in: int, control_out: int) -> None:
             error = _os_error(failure)
             if error is None:
                 raise
-            await out.send_all(frame(("failed", error.errno or 0, error.strerror or str(error))))
+            await send(("failed", error.errno or 0, error.strerror or str(error)))
             return
-        await out.send_all(frame(("listening", viewer.url)))
+        await send(("listening", viewer.url))
         try:
             while True:
-                for event in await reader.receive():
+                received = await reader.receive()
+                if isinstance(received, tuple):  # ("gate", id, answer)
+                    gate.answer(received[1], received[2])
+                    continue
+                for event in received:
                     hub.apply(decode_event(event))
         except EOFError:
             pass  # the server closed the pipe: stop

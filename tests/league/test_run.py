@@ -21,6 +21,7 @@ import pytest
 import trio
 
 from cli.league import main
+from engine import ViolationKind
 from league.config import load_league
 from league.records import read_record, verify
 from league.run import (
@@ -310,3 +311,37 @@ def test_a_device_as_the_store_is_a_clear_error(
     err = capsys.readouterr().err
     assert "/dev/null: the store must be a regular file" in err
     assert "Traceback" not in err
+
+
+def test_records_of_games_lost_by_an_illegal_move_verify(tmp_path: Path) -> None:
+    """The refused move is the record's last <move> (docs/game-records.md) and verify checks
+    it is refused with the penalty's reason. Before: the recorder kept applied moves only,
+    and verify "corrected" the results of such games (issue 17 item 17)."""
+    path = league_file(
+        tmp_path,
+        {"steady": FAST_BOT, "sloppy": [*FAST_BOT, "--illegal-at-turn", "6", "--seed", "2"]},
+        games=4,
+    )
+    assert main(["run", str(path)]) == 0
+    config = load_league(path)
+    store = LeagueStore.sqlite(config.database)
+    try:
+        finished = store.finished_games()
+    finally:
+        store.close()
+    assert len(finished) == 4
+    for game in finished:
+        assert game.outcome.winner == "steady" and not game.outcome.regular
+        assert game.outcome.record is not None
+        record = read_record(game.outcome.record.encode())
+        assert verify(record) == [], game.game
+        (penalised,) = [player for player in record.players if player.penalty is not None]
+        assert penalised.team_id == "sloppy"
+        assert penalised.penalty is not None
+        assert penalised.penalty.kind is ViolationKind.RULE_VIOLATION
+        last = record.moves[-1].move
+        assert f"bei '{last}'" in penalised.penalty.detail  # the refused move, recorded
+        assert record.moves[-1].ms is None  # never applied: no move time
+    records = sorted(Path(f"{config.database.with_suffix('')}.records").glob("*.xml"))
+    assert len(records) == 4
+    assert main(["verify", *map(str, records)]) == 0

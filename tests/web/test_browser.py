@@ -252,6 +252,41 @@ async def test_a_person_clicks_a_whole_game_against_a_random_bot(
         assert view.names()[0] == "Ada"
 
 
+async def test_a_visitor_plays_on_a_loopback_viewer_and_a_wrong_click_says_why(
+    running: Running, browser: BrowserThread
+) -> None:
+    with trio.fail_after(90):
+        page = await browser.new_page()  # no login: the viewer listens on loopback only
+
+        def open_room() -> None:
+            page.goto(running.url + "/play")
+            page.wait_for_selector("#go:not([disabled])")
+            assert page.is_hidden("#login-first")
+            page.click("#go")
+            page.wait_for_selector("#game:not([hidden])")
+
+        await browser.run(open_room)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: random_bot(running.port, seed=3, think=0.01))
+
+            def wrong_then_right() -> tuple[str, str, str]:
+                page.wait_for_selector('svg#board[data-my-turn="1"] g.cell.selectable')
+                turn = page.get_attribute("svg#board", "data-turn") or ""
+                page.click('g.cell[data-field="EMPTY"]:not(.selectable)')
+                empty = page.text_content("#why") or ""
+                page.click('g.cell[data-field^="TWO_"]')
+                theirs = page.text_content("#why") or ""
+                # The game goes on: a legal move after the wrong clicks.
+                page.click("g.cell.selectable")
+                page.click("g.cell.target")
+                page.wait_for_selector(f'svg#board:not([data-turn="{turn}"])')
+                return empty, theirs, page.text_content("#why") or ""
+
+            empty, theirs, after = await browser.run(wrong_then_right)
+            nursery.cancel_scope.cancel()
+        assert "empty" in empty and "bot's fish" in theirs and after == ""
+
+
 def post(url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
     request = urllib.request.Request(
         url, data=json.dumps(body).encode(), headers=headers, method="POST"

@@ -18,10 +18,12 @@ from wsproto.events import BytesMessage, TextMessage
 from protocol.messages import Memento
 from protocol.replay import write_replay
 from server.config import Settings
+from web import app as web_app
 from web import auth as web_auth
 from web import http as web_http
 from web import replays as web_replays
 from web.auth import Sessions
+from web.sc import admin_request
 from web.wsclient import WebSocketClosed, WsClient
 
 from .conftest import Running
@@ -353,3 +355,27 @@ async def test_on_a_loopback_viewer_a_visitor_plays_without_the_password_bounded
         assert status == 429 and "at most 2" in body["error"]
         # Prepare and the other admin actions still need the login.
         assert (await browser.post("/api/admin/prepare", {}))[0] == 401
+
+
+# ---------------------------------------------------------------------- 4: one lockout
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"login_failures": 3, "login_lockout": 60.0, "login_failure_delay": 0.0}],
+    indirect=True,
+)
+async def test_web_logins_share_the_admin_ports_lockout(
+    running: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(web_app, "LOGIN_FAILURE_DELAY", 0.0)
+    with trio.fail_after(20):
+        browser = Browser(running.url)
+        await browser.session()
+        for _ in range(3):
+            assert (await browser.post("/api/login", {"password": "guess"}))[0] == 403
+        # Locked out: the right password is refused without a look, on both ports.
+        status, body = await browser.post("/api/login", {"password": "secret-pw"})
+        assert status == 429 and "try again" in body["error"]
+        reply = await admin_request(running.port, "secret-pw", [])
+        assert any("Too many failed logins" in text for text in reply.errors)

@@ -8,6 +8,7 @@ import pickle
 import signal
 import socket
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -149,3 +150,29 @@ async def test_a_web_port_in_use_fails_the_server(settings: Settings) -> None:
         while isinstance(errors[-1], BaseExceptionGroup):
             errors.append(errors[-1].exceptions[0])
         assert isinstance(errors[-1], OSError) and "in use" in str(errors[-1])
+
+
+async def test_the_viewer_process_asks_the_servers_login_gate(
+    settings: Settings, nursery: trio.Nursery
+) -> None:
+    settings = replace(settings, login_failures=2, login_lockout=60.0, login_failure_delay=0.0)
+    companion = WebProcess(settings, port=0)
+    stop = trio.Event()
+
+    async def run(task_status: trio.TaskStatus[int]) -> None:
+        await serve(
+            settings, task_status=task_status, stop=stop, handle_signals=False, companion=companion
+        )
+
+    port = await nursery.start(run)
+    with trio.fail_after(30):
+        browser = Browser(companion.url)
+        await browser.session()
+        # A wrong password waits LOGIN_FAILURE_DELAY in the viewer's process (1 s).
+        for _ in range(2):
+            assert (await browser.post("/api/login", {"password": "guess"}))[0] == 403
+        status, _ = await browser.post("/api/login", {"password": "secret-pw"})
+        assert status == 429
+        reply = await admin_request(port, "secret-pw", [])
+        assert any("Too many failed logins" in text for text in reply.errors)
+    stop.set()

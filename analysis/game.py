@@ -1,0 +1,396 @@
+"""Analyse a game move by move: every position searched on its own (`SearchBot.analyse`,
+bounded by nodes or depth, never by the clock), then the definitions of `analysis.model`.
+
+Rule: **the analysis of a position depends on the position and the settings only**. Each
+position gets a fresh search, so positions can be spread over processes in any order
+(`concurrency`) and the output stays byte-identical.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from analysis import model
+from bots.search import RootAnalysis, SearchBot
+from engine import FieldState, GameState, Move, Team
+
+DEFAULT_NODES = 12_000
+"""Nodes per position by default: a 60-move game in about 20 s on one core (bench/analysis.py
+measured it; docs/analysis.md has the figures and how often the marks agree with 8× the
+nodes)."""
+MAX_NODES = 10_000_000
+MAX_DEPTH = 60
+FORMAT = "piranhas-analysis"
+VERSION = 1
+
+
+class AnalysisError(Exception):
+    """Bad settings or a game that cannot be analysed; the message says why."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How hard to look: `nodes` per position (None: no node bound) and `depth` (None: no
+    depth bound); at least one bound. The same settings give the same analysis."""
+
+    nodes: int | None = DEFAULT_NODES
+    depth: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.nodes is None and self.depth is None:
+            raise AnalysisError("the analysis needs a node or a depth bound (never the clock)")
+        if self.nodes is not None and not 1_000 <= self.nodes <= MAX_NODES:
+            raise AnalysisError(f"nodes must be 1000 … {MAX_NODES}, got {self.nodes}")
+        if self.depth is not None and not 1 <= self.depth <= MAX_DEPTH:
+            raise AnalysisError(f"depth must be 1 … {MAX_DEPTH}, got {self.depth}")
+
+    def as_json(self) -> dict[str, Any]:
+        """The settings as the JSON output and the annotated record carry them."""
+        return {"nodes": self.nodes, "depth": self.depth, "slope": model.SLOPE}
+
+
+@dataclass(frozen=True)
+class Game:
+    """A game to analyse: the start position, the legal moves played from it, the players'
+    names (ONE, TWO), how reports name the game, and the recorded winner (None: a draw or
+    unknown — then the final position decides, if the game is over)."""
+
+    start: GameState
+    moves: tuple[Move, ...]
+    names: tuple[str, str] = ("ONE", "TWO")
+    label: str = "game"
+    winner: Team | None = None
+    reason: str = ""
+    notes: tuple[str, ...] = ()
+
+    def states(self) -> list[GameState]:
+        """The start position and the position after every move."""
+        states = [self.start]
+        for move in self.moves:
+            states.append(states[-1].apply(move))
+        return states
+
+
+@dataclass(frozen=True)
+class MoveAnalysis:
+    """One move: who moved, what was played and what was best, the evaluations (for the side
+    that moved), the win probability given away (`loss`), its accuracy and its mark."""
+
+    number: int  # 1-based, as the game record counts moves
+    turn: int  # of the position before the move
+    side: Team
+    played: Move
+    best: Move
+    eval_best: int  # the position's evaluation before the move = the best move's
+    eval_played: int
+    win_best: float
+    win_played: float
+    loss: float
+    accuracy: float
+    mark: str | None
+    only_move: bool
+    depth: int
+    nodes: int
+    win_one: float  # ONE's win probability before the move (the advantage graph)
+
+
+@dataclass(frozen=True)
+class SideSummary:
+    """One side's figures: its accuracy (None without moves) and the count of each mark."""
+
+    side: Team
+    name: str
+    moves: int
+    accuracy: float | None
+    inaccuracies: int
+    mistakes: int
+    blunders: int
+    only_moves: int
+
+
+@dataclass(frozen=True)
+class GameAnalysis:
+    """A whole game analysed."""
+
+    game: Game
+    settings: Settings
+    moves: tuple[MoveAnalysis, ...]
+    sides: tuple[SideSummary, SideSummary]
+    graph: tuple[float, ...]  # ONE's win probability in every position, the final one last
+    winner: Team | None
+    turning_point: int | None  # 0-based index into `moves`
+    notes: tuple[str, ...] = field(default=())
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON document of docs/analysis.md ("Output")."""
+        turning = None
+        if self.turning_point is not None:
+            decisive = self.moves[self.turning_point]
+            turning = {"number": decisive.number, "side": decisive.side.name}
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "game": self.game.label,
+            "players": {"ONE": self.game.names[0], "TWO": self.game.names[1]},
+            "settings": self.settings.as_json(),
+            "start": {
+                "turn": self.game.start.turn,
+                "first_union": _team_name(self.game.start.first_union),
+                "board": board_text(self.game.start),
+            },
+            "moves": [_move_json(move) for move in self.moves],
+            "sides": {summary.side.name: _side_json(summary) for summary in self.sides},
+            "graph": [round(value, 4) for value in self.graph],
+            "winner": _team_name(self.winner),
+            "reason": self.game.reason,
+            "turning_point": turning,
+            "notes": list(self.notes),
+        }
+
+
+def _team_name(team: Team | None) -> str | None:
+    return None if team is None else team.name
+
+
+def move_json(move: Move) -> dict[str, Any]:
+    """A move as JSON: {"x", "y", "direction"}."""
+    return {"x": move.x, "y": move.y, "direction": move.direction.name}
+
+
+def _move_json(move: MoveAnalysis) -> dict[str, Any]:
+    return {
+        "number": move.number,
+        "turn": move.turn,
+        "side": move.side.name,
+        "played": move_json(move.played),
+        "best": move_json(move.best),
+        "eval_best": move.eval_best,
+        "eval_played": move.eval_played,
+        "win_best": round(move.win_best, 4),
+        "win_played": round(move.win_played, 4),
+        "loss": round(move.loss, 4),
+        "accuracy": round(move.accuracy, 1),
+        "mark": move.mark,
+        "only_move": move.only_move,
+        "depth": move.depth,
+        "nodes": move.nodes,
+        "win_one": round(move.win_one, 4),
+    }
+
+
+def _side_json(summary: SideSummary) -> dict[str, Any]:
+    return {
+        "name": summary.name,
+        "moves": summary.moves,
+        "accuracy": None if summary.accuracy is None else round(summary.accuracy, 1),
+        "inaccuracies": summary.inaccuracies,
+        "mistakes": summary.mistakes,
+        "blunders": summary.blunders,
+        "only_moves": summary.only_moves,
+    }
+
+
+# ---- boards as text (the position suites and the JSON's start) ----------------------------
+
+_BOARD_CHARS = {
+    FieldState.EMPTY: ".",
+    FieldState.SQUID: "X",
+    FieldState.ONE_S: "s",
+    FieldState.ONE_M: "m",
+    FieldState.ONE_L: "l",
+    FieldState.TWO_S: "S",
+    FieldState.TWO_M: "M",
+    FieldState.TWO_L: "L",
+}
+_BOARD_FIELDS = {char: state for state, char in _BOARD_CHARS.items()}
+
+
+def board_text(state: GameState) -> list[str]:
+    """The board as text, the top row (highest y) first: `.` empty, `X` squid, ONE's fish
+    `s m l` (size 1, 2, 3), TWO's `S M L`."""
+    return ["".join(_BOARD_CHARS[field] for field in row) for row in reversed(state.rows())]
+
+
+def board_from_text(lines: Sequence[str], turn: int, first_union: Team | None = None) -> GameState:
+    """The inverse of `board_text` (ValueError for an unknown character or a ragged board)."""
+    rows = []
+    for line in reversed(lines):
+        try:
+            rows.append([_BOARD_FIELDS[char] for char in line])
+        except KeyError as error:
+            raise ValueError(f"unknown board character {error.args[0]!r}") from None
+    return GameState.from_rows(rows, turn=turn, first_union=first_union)
+
+
+# ---- the work ----------------------------------------------------------------------------
+
+_Task = tuple[list[list[FieldState]], int, Team | None, Move | None, int | None, int | None]
+
+
+def _task(state: GameState, played: Move | None, settings: Settings) -> _Task:
+    # The board, not the GameState: a few hundred bytes to another process.
+    return (state.rows(), state.turn, state.first_union, played, settings.nodes, settings.depth)
+
+
+def analyse_position(
+    state: GameState, played: Move | None, settings: Settings
+) -> tuple[RootAnalysis, int | None]:
+    """One position: the search's answer with the only-move check, and the only-move
+    threshold used (None when no move can be an only move). Deterministic."""
+    return _run(_task(state, played, settings))
+
+
+def _run(task: _Task) -> tuple[RootAnalysis, int | None]:
+    rows, turn, first_union, played, nodes, depth = task
+    state = GameState.from_rows(rows, turn=turn, first_union=first_union)
+    bot = SearchBot(0, max_nodes=nodes, max_depth=depth)
+    # The only-move check needs the best score first: one search, then the check on the
+    # warm table with the threshold derived from it (both deterministic).
+    first = bot.analyse(state, played)
+    threshold = model.score_for(model.win_probability(first.best_score) - model.ONLY_MOVE_GAP)
+    if threshold is None or played != first.best or len(state.legal_moves()) < 2:
+        return first, None
+    only = bot.only_move(state, first, threshold)
+    return first.with_only_move(only), threshold
+
+
+class Analyser:
+    """Analyses games with `settings`, spreading positions over `concurrency` processes (1:
+    in this process). Use as a context manager (the process pool lives inside)."""
+
+    def __init__(self, settings: Settings, concurrency: int = 1) -> None:
+        if concurrency < 1:
+            raise AnalysisError(f"concurrency must be at least 1, got {concurrency}")
+        self.settings = settings
+        self.concurrency = concurrency
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> Analyser:
+        if self.concurrency > 1:
+            self._pool = concurrent.futures.ProcessPoolExecutor(
+                self.concurrency, mp_context=multiprocessing.get_context("spawn")
+            )
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def _map(self, tasks: list[_Task]) -> Iterator[tuple[RootAnalysis, int | None]]:
+        if self._pool is None:
+            return map(_run, tasks)
+        return self._pool.map(_run, tasks, chunksize=2)
+
+    def analyse(
+        self, game: Game, progress: Callable[[int, int], None] | None = None
+    ) -> GameAnalysis:
+        """The whole game; `progress(done, total)` after every position."""
+        states = game.states()
+        tasks = [
+            _task(state, move, self.settings)
+            for state, move in zip(states, game.moves, strict=False)
+        ]
+        results = []
+        for result in self._map(tasks):
+            results.append(result[0])
+            if progress is not None:
+                progress(len(results), len(tasks))
+        return summarise(game, self.settings, states, results)
+
+    def analyse_all(
+        self, games: Iterable[Game], progress: Callable[[int, int], None] | None = None
+    ) -> Iterator[GameAnalysis]:
+        """Every game in order (progress per game's positions)."""
+        for game in games:
+            yield self.analyse(game, progress)
+
+
+def summarise(
+    game: Game, settings: Settings, states: list[GameState], results: Sequence[RootAnalysis]
+) -> GameAnalysis:
+    """The marks, accuracies, graph and turning point from the searches' answers."""
+    moves: list[MoveAnalysis] = []
+    graph: list[float] = []
+    for index, (state, result) in enumerate(zip(states, results, strict=False)):
+        side = state.current_team
+        played = game.moves[index]
+        assert result.played_score is not None
+        win_best = model.win_probability(result.best_score)
+        win_played = model.win_probability(result.played_score)
+        loss = max(0.0, win_best - win_played) if played != result.best else 0.0
+        only = bool(result.only_move) and played == result.best
+        win_one = win_best if side is Team.ONE else 1.0 - win_best
+        if moves:
+            # A search of odd depth favours the side to move, one of even depth the other:
+            # the graph averages this position's search with the previous one's view of the
+            # move that led here, whose bias is the opposite.
+            before = moves[-1]
+            after = before.win_played if before.side is Team.ONE else 1.0 - before.win_played
+            win_one = (win_one + after) / 2.0
+        graph.append(win_one)
+        moves.append(
+            MoveAnalysis(
+                number=index + 1,
+                turn=state.turn,
+                side=side,
+                played=played,
+                best=result.best,
+                eval_best=result.best_score,
+                eval_played=result.played_score if played != result.best else result.best_score,
+                win_best=win_best,
+                win_played=win_played if played != result.best else win_best,
+                loss=loss,
+                accuracy=model.move_accuracy(loss),
+                mark=model.mark(loss, only_move=only),
+                only_move=only,
+                depth=result.depth,
+                nodes=result.nodes,
+                win_one=win_one,
+            )
+        )
+    final = states[len(results)]
+    winner = game.winner
+    if winner is None and final.is_over:
+        winner = final.current_winner().winner
+    if final.is_over:
+        graph.append(1.0 if winner is Team.ONE else 0.0 if winner is Team.TWO else 0.5)
+    elif moves:
+        graph.append(graph[-1])  # an unfinished game: the last known estimate
+    else:
+        graph.append(0.5)
+    weights = model.volatility_weights(graph, len(moves))
+    sides = []
+    for side, name in zip((Team.ONE, Team.TWO), game.names, strict=True):
+        own = [
+            (move, weight) for move, weight in zip(moves, weights, strict=True) if move.side is side
+        ]
+        marks = [move.mark for move, _ in own]
+        sides.append(
+            SideSummary(
+                side,
+                name,
+                len(own),
+                model.game_accuracy([m.accuracy for m, _ in own], [w for _, w in own]),
+                marks.count("?!"),
+                marks.count("?"),
+                marks.count("??"),
+                marks.count("!"),
+            )
+        )
+    decided = game.winner if game.winner is not None else (winner if final.is_over else None)
+    turning = model.turning_point(graph, None if decided is None else decided is Team.ONE)
+    return GameAnalysis(
+        game,
+        settings,
+        tuple(moves),
+        (sides[0], sides[1]),
+        tuple(graph),
+        winner,
+        turning,
+        game.notes,
+    )

@@ -1,0 +1,116 @@
+"""analysis.game: the marks, the best move, determinism across runs and --concurrency."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from analysis import Analyser, Game, Settings
+from analysis.report import json_text, ndjson_line
+from bots import SearchBot
+from bots.search import DECIDED
+from engine import GameState, Move, Team
+
+
+@cache
+def before_last_move(seed: int) -> GameState:
+    """The position before the last move of a search-vs-search game on board `seed` (turn
+    59: TWO's move decides by the heavier swarm)."""
+    state = GameState.initial(seed)
+    bots = {Team.ONE: SearchBot(1, max_nodes=2000), Team.TWO: SearchBot(2, max_nodes=2000)}
+    while state.turn < 59:
+        assert not state.is_over
+        state = state.apply(bots[state.current_team].choose(state, 100.0))
+    return state
+
+
+def moves_by_winner(state: GameState) -> dict[Team | None, list[Move]]:
+    found: dict[Team | None, list[Move]] = {}
+    for move in state.legal_moves():
+        found.setdefault(state.apply(move).current_winner().winner, []).append(move)
+    return found
+
+
+def analyse(game: Game, nodes: int = 2000, concurrency: int = 1) -> list[dict[str, object]]:
+    with Analyser(Settings(nodes=nodes), concurrency) as analyser:
+        moves: list[dict[str, object]] = analyser.analyse(game).as_json()["moves"]
+    return moves
+
+
+def test_a_losing_move_played_on_purpose_is_a_blunder_with_a_better_best_move() -> None:
+    # Board 5, TWO's last move: 45 moves win, 4 lose. Play a losing one on purpose.
+    state = before_last_move(5)
+    by_winner = moves_by_winner(state)
+    losing = by_winner[Team.ONE][0]
+    [move] = analyse(Game(state, (losing,)))
+    assert move["mark"] == "??"
+    assert move["played"] != move["best"]
+    best = move["best"]
+    assert isinstance(best, dict)
+    best_move = next(
+        m
+        for m in state.legal_moves()
+        if m.x == best["x"] and m.y == best["y"] and m.direction.name == best["direction"]
+    )
+    assert best_move in by_winner[Team.TWO]
+    assert isinstance(move["eval_best"], int) and move["eval_best"] >= DECIDED
+    assert isinstance(move["eval_played"], int) and move["eval_played"] <= -DECIDED
+    assert move["loss"] == 1.0
+
+
+def test_the_clearly_best_move_is_not_marked_but_an_only_move() -> None:
+    # Board 2, TWO's last move: exactly one of 38 moves wins.
+    state = before_last_move(2)
+    [winning] = moves_by_winner(state)[Team.TWO]
+    [move] = analyse(Game(state, (winning,)))
+    assert move["played"] == move["best"]
+    assert move["loss"] == 0.0
+    assert move["mark"] == "!"
+
+
+def test_the_worst_move_of_a_middle_game_is_a_blunder_and_a_good_one_is_not() -> None:
+    state = GameState.initial(3)
+    bots = {Team.ONE: SearchBot(1, max_nodes=2000), Team.TWO: SearchBot(2, max_nodes=2000)}
+    while state.turn < 20:
+        state = state.apply(bots[state.current_team].choose(state, 100.0))
+    # The worst move by a two-ply look of the search itself, independent of the analysis.
+    scored = []
+    for move in state.legal_moves():
+        reply = SearchBot(0, max_depth=2).analyse(state.apply(move))
+        scored.append((reply.best_score, move))  # the opponent's view: high is bad for us
+    worst = max(scored, key=lambda entry: entry[0])[1]
+    best = SearchBot(0, max_nodes=4000).analyse(state).best
+    blunder, good = analyse(Game(state, (worst,))), analyse(Game(state, (best,)), nodes=4000)
+    assert blunder[0]["mark"] == "??"
+    assert blunder[0]["best"] != blunder[0]["played"]
+    assert good[0]["mark"] in (None, "!")
+
+
+def short_game() -> Game:
+    state = GameState.initial(7)
+    bots = {Team.ONE: SearchBot(3, max_nodes=1500), Team.TWO: SearchBot(4, max_nodes=1500)}
+    while state.turn < 16:
+        state = state.apply(bots[state.current_team].choose(state, 100.0))
+    moves = []
+    start = state
+    for _ in range(6):
+        move = bots[state.current_team].choose(state, 100.0)
+        moves.append(move)
+        state = state.apply(move)
+    return Game(start, tuple(moves), ("a", "b"), "short")
+
+
+def test_identical_output_across_runs_and_concurrency() -> None:
+    game = short_game()
+    settings = Settings(nodes=1500)
+    outputs = []
+    for concurrency in (1, 1, 2):
+        with Analyser(settings, concurrency) as analyser:
+            analysis = analyser.analyse(game)
+        outputs.append(json_text(analysis))
+    assert outputs[0] == outputs[1] == outputs[2]
+    document = json.loads(outputs[0])
+    assert document["format"] == "piranhas-analysis"
+    assert len(document["moves"]) == 6
+    assert len(document["graph"]) == 7
+    assert json.loads(ndjson_line(analysis)) == document
