@@ -471,8 +471,7 @@ class Game:
             if incoming is None:
                 raise Fault(
                     "hang",
-                    f"sent no move within {ANSWER_WAIT:g} s of the moveRequest "
-                    f"(turn {state.turn})",
+                    f"sent no move within {ANSWER_WAIT:g} s of the moveRequest (turn {state.turn})",
                 )
             if isinstance(incoming, Arrived) and isinstance(incoming.packet, MovePacket):
                 break
