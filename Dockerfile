@@ -61,6 +61,7 @@ COPY sandbox/ sandbox/
 COPY fleet/ fleet/
 COPY web/ web/
 COPY check/ check/
+COPY analysis/ analysis/
 RUN pip-install . && rm -rf /tmp/wheels /src
 WORKDIR /
 
