@@ -96,3 +96,32 @@ def test_a_random_bot_scores_low_and_fails(
     out = capsys.readouterr().out
     assert status == 1, out
     assert "score 100 %" not in out
+
+
+def test_match_analyze_analyses_the_games_player1_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli import match
+
+    status = match.main(
+        [
+            "--player1",
+            "builtin:random --seed 3",
+            "--player2",
+            "builtin:greedy --seed 4",
+            "--games",
+            "2",
+            "--concurrency",
+            "1",
+            "--log-dir",
+            str(tmp_path),
+            "--analyze",
+            "1000",
+            "--no-timeout",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0, out
+    reports = sorted(tmp_path.glob("analysis-game*.json"))
+    assert len(reports) == 2, out  # random loses both
+    assert "turning point" in out and "accuracy" in out
