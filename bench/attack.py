@@ -7,11 +7,16 @@ legal move, answered at once). It prints per scenario:
 
 - irregular: probe games that did not end regularly (a timeout, a lost connection, or not
   finished within --probe-seconds) — the target is 0 of 10 under every attack;
+- p99 ms: the probe's move latency, 99th percentile (from sending a move to the memento that
+  shows it) — the target is under 100 ms;
 - probe s: wall time of the 10 games;
-- RSS peak: the server's peak resident memory (VmHWM) — the target is under 300 MB;
+- RSS peak: the server's peak resident memory (VmHWM) — the target is under 300 MB; web RSS:
+  the viewer's process (web scenarios);
 - CPU: the server's CPU seconds per wall second during the scenario (1.0 = one core);
-- integrity (the last three scenarios): what became of the records, read from the results
-  file, the replay directory and the server's log (JSON lines).
+- integrity: what the attack was after — for the descriptor and disk scenarios what became
+  of the records (results file, replay directory, the server's log); for the web and input
+  scenarios (bench.attack_web, listed there) what the attackers got and whether the data
+  and the admin's session are intact.
 
 Scenarios (`--attacks`, comma-separated; "none" is the baseline):
   prepare    30 connections, each sending in a loop a <prepare> of 9,000 <slot/> (63 KB)
@@ -38,6 +43,9 @@ Scenarios (`--attacks`, comma-separated; "none" is the baseline):
              parses and it ends with a whole line, every game is either in it or in the
              log's "RESULT NOT RECORDED" lines (with the record), every replay under a final
              name is complete, no temporary file is left
+  replays, wsfragments, loginbody, loginbrute, sessions, gzipbomb, slowbody, symlink,
+  leaguegames, leagueteams
+             the web viewer's and the inputs' attacks of issue 17 (bench/attack_web.py)
 Attackers connect from 127.0.0.2 (the probe from 127.0.0.1) and reconnect whenever the
 server closes them.
 
@@ -65,7 +73,14 @@ from typing import Any
 
 import trio
 
-from bench.serverprocess import PASSWORD, REPO, ServerProcess, cpu_seconds, stop_server
+from bench.serverprocess import (
+    PASSWORD,
+    REPO,
+    ServerProcess,
+    cpu_seconds,
+    percentile,
+    stop_server,
+)
 from bench.serverprocess import start_server as start_server_process
 from protocol import GAME_TYPE, ClientConnection, NeedData
 from protocol.events import (
@@ -141,19 +156,27 @@ class Client:
             self.connection.receive_data(data)
 
 
-async def instant_bot(client: Client, reservation: str) -> tuple[bool, str]:
-    """Play one game answering at once; (regular end, reason)."""
+async def instant_bot(
+    client: Client, reservation: str, latencies: list[float] | None = None
+) -> tuple[bool, str]:
+    """Play one game answering at once; (regular end, reason). `latencies` gets each move's
+    latency in ms: from sending it to the memento that shows it applied."""
     await client.send(JoinPrepared(reservation))
     state = None
     outcome = (False, "no result")
+    sent_at: float | None = None
     while True:
         message = await client.receive()
         if message is None or isinstance(message, Left):
             break
         if isinstance(message, Memento):
             state = message.state
+            if sent_at is not None and latencies is not None:
+                latencies.append((time.monotonic() - sent_at) * 1000)
+            sent_at = None
         elif isinstance(message, MoveRequest):
             assert state is not None
+            sent_at = time.monotonic()
             await client.send(MovePacket(message.room_id, state.legal_moves()[0]))
         elif isinstance(message, ResultMessage):
             outcome = (message.result.regular, message.result.reason)
@@ -168,6 +191,7 @@ async def probe(port: int, games: int, seconds: float, hold: bool = False) -> di
     started = time.monotonic()
     irregular: list[str] = []
     rooms: list[str] = []
+    latencies: list[float] = []
     finished = 0
     with trio.move_on_after(seconds):
         admin = await Client.connect(port)
@@ -194,7 +218,7 @@ async def probe(port: int, games: int, seconds: float, hold: bool = False) -> di
 
             async def play(code: str, outcomes: list[tuple[bool, str]] = outcomes) -> None:
                 client = held.pop() if held else await Client.connect(port)
-                outcomes.append(await instant_bot(client, code))
+                outcomes.append(await instant_bot(client, code, latencies))
 
             async with trio.open_nursery() as nursery:
                 for code in message.reservations:
@@ -209,6 +233,9 @@ async def probe(port: int, games: int, seconds: float, hold: bool = False) -> di
         "reasons": irregular,
         "seconds": round(time.monotonic() - started, 2),
         "rooms": rooms,
+        "moves": len(latencies),
+        "p99_ms": round(percentile(latencies, 0.99), 1),
+        "max_ms": round(max(latencies, default=float("nan")), 1),
     }
 
 
@@ -334,6 +361,10 @@ def probe_command(args: argparse.Namespace, port: int, *extra: str) -> list[str]
 
 
 async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, object]:
+    from bench.attack_web import WEB_SCENARIOS, run_web_scenario  # it imports this module
+
+    if name in WEB_SCENARIOS:
+        return await run_web_scenario(name, args)
     if name in DESCRIPTOR_LIMITS:
         return await run_descriptor_scenario(name, args)
     if name == "diskfull":
@@ -688,7 +719,9 @@ def main() -> None:
     parser.add_argument(
         "--attacks",
         default="none,prepare,auth,slowread,slowloris,join,garbage,"
-        "descriptors256,descriptors,diskfull",
+        "descriptors256,descriptors,diskfull,"
+        "replays,wsfragments,loginbody,loginbrute,sessions,gzipbomb,slowbody,symlink,"
+        "leaguegames,leagueteams",
     )
     parser.add_argument("--server-root", type=Path, default=REPO, help="checkout to run")
     parser.add_argument("--warmup", type=float, default=3.0, help="attack seconds before probe")
@@ -705,19 +738,21 @@ def main() -> None:
         return
     print(f"server: {args.server_root}  load average: {os.getloadavg()[0]:.1f}")
     print(
-        f"{'attack':<14} {'conns':>5} {'irregular':>9} {'probe s':>8} {'RSS peak':>9} "
-        f"{'CPU':>5}  integrity"
+        f"{'attack':<14} {'conns':>5} {'irregular':>9} {'p99 ms':>7} {'probe s':>8} "
+        f"{'RSS peak':>9} {'web RSS':>8} {'CPU':>5}  integrity"
     )
     for name in args.attacks.split(","):
         result = trio.run(run_scenario, name, args)
+        web_rss = f"{result['web_rss_mb']:>5} MB" if "web_rss_mb" in result else f"{'-':>8}"
         print(
             f"{name:<14} {result['connections']:>5} {result['irregular']:>6}/10 "
-            f"{result['seconds']:>8} {result['rss_mb']:>6} MB {result['cpu']:>5}  "
-            f"{result.get('integrity', '-')}",
+            f"{result['p99_ms']:>7} {result['seconds']:>8} {result['rss_mb']:>6} MB "
+            f"{web_rss} {result['cpu']:>5}  {result.get('integrity', '-')}",
             flush=True,
         )
-        if args.json or result["irregular"] or "integrity" in result:
-            print("  " + json.dumps(result), flush=True)
+        if args.json or result["irregular"]:
+            details = {key: value for key, value in result.items() if key != "rooms"}
+            print("  " + json.dumps(details), flush=True)
 
 
 if __name__ == "__main__":

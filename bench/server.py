@@ -13,12 +13,17 @@ of concurrency the script prints:
 - server CPU: CPU seconds the server process used per second of wall time (1.0 = one core
   saturated), and the server's CPU time per move.
 
-Run:  .venv/bin/python -m bench.server [--levels 1,10,100] [--seconds 10]
+With `--relay`, each level is also played against `bench.relay` (the socket floor: the same
+socket work per move, no XML, rules or logs; pinned like the server) and a second row gives its
+CPU per move and the server's as a multiple of it, in the same run.
+
+Run:  .venv/bin/python -m bench.server [--levels 1,10,100] [--seconds 10] [--relay]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -29,7 +34,13 @@ from pathlib import Path
 
 import trio
 
-from bench.serverprocess import PASSWORD, cpu_seconds, percentile, start_server
+from bench.serverprocess import (
+    PASSWORD,
+    ServerProcess,
+    cpu_seconds,
+    percentile,
+    start_server,
+)
 from client import ClientSession, ConnectionClosed, open_session
 from engine import GameState
 from protocol import ClientConnection
@@ -271,66 +282,95 @@ def main() -> None:
         help="clients read every message through ClientSession.receive and check each memento "
         "against their state (slower clients)",
     )
+    parser.add_argument(
+        "--relay",
+        action="store_true",
+        help="also play each level against bench.relay (the socket floor) and print the ratio",
+    )
     args = parser.parse_args()
     levels = [int(level) for level in args.levels.split(",")]
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-server-"))
-    with start_server(
-        ["--log-level", args.log_level],
-        cwd=workdir,
-        log=workdir / "server.log",
-        profile=Path(args.profile) if args.profile else None,
-        cpu=args.server_cpu,
-    ) as server:
-        port, process = server.port, server.process
-        command, pinned = server.command, server.pinned
-        trio.run(run_level, port, 2, 1.0, process.pid)  # warm-up, not reported
-        print(f"server: {' '.join(command[1:])}  (pinned to CPU {args.server_cpu}: {pinned})")
+    with contextlib.ExitStack() as servers:
+        server = servers.enter_context(
+            start_server(
+                ["--log-level", args.log_level],
+                cwd=workdir,
+                log=workdir / "server.log",
+                profile=Path(args.profile) if args.profile else None,
+                cpu=args.server_cpu,
+            )
+        )
+        relay = (
+            servers.enter_context(
+                start_server(module="bench.relay", cwd=workdir, cpu=args.server_cpu)
+            )
+            if args.relay
+            else None
+        )
+        trio.run(run_level, server.port, 2, 1.0, server.pid)  # warm-up, not reported
+        if relay is not None:
+            trio.run(run_level, relay.port, 2, 1.0, relay.pid)
+        print(
+            f"server: {' '.join(server.command[1:])}  "
+            f"(pinned to CPU {args.server_cpu}: {server.pinned})"
+        )
         print(
             f"clients: one trio process on CPUs {sorted(os.sched_getaffinity(0))}, "
             f"think time {args.think_ms:g} ms"
         )
         print(
-            f"{'games':>6} {'moves/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+            f"{'':>6} {'games':>6} {'moves/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
             f"{'server CPU':>10} {'CPU µs/move':>11} {'client CPU':>10} {'games done':>10}"
         )
         for concurrency in levels:
-            stats, window = trio.run(
-                run_level,
-                port,
-                concurrency,
-                args.seconds,
-                process.pid,
-                args.verify,
-                args.think_ms / 1000,
-            )
-            server_cpu = window.server_cpu / args.seconds
-            client_cpu = window.client_cpu / args.seconds
-            rate = stats.moves / args.seconds
-            p50 = percentile(stats.latencies, 0.50) * 1000
-            p99 = percentile(stats.latencies, 0.99) * 1000
-            worst = max(stats.latencies, default=float("nan")) * 1000
-            per_move = window.server_cpu / max(1, stats.moves) * 1e6
-            print(
-                f"{concurrency:>6} {rate:>9.0f} {p50:>8.2f} {p99:>8.2f} {worst:>8.2f} "
-                f"{server_cpu:>10.2f} {per_move:>11.0f} {client_cpu:>10.2f} {stats.games:>10}"
-            )
-            if args.json:
-                print(
-                    json.dumps(
-                        {
-                            "games": concurrency,
-                            "moves_per_s": rate,
-                            "p50_ms": p50,
-                            "p99_ms": p99,
-                            "max_ms": worst,
-                            "server_cpu": server_cpu,
-                            "server_cpu_us_per_move": per_move,
-                            "client_cpu": client_cpu,
-                            "games_done": stats.games,
-                        }
-                    )
-                )
+            row = measure(server, "server", concurrency, args)
+            if relay is not None:
+                floor = measure(relay, "relay", concurrency, args)
+                ratio = row["server_cpu_us_per_move"] / max(1e-9, floor["server_cpu_us_per_move"])
+                print(f"{'':>6} {concurrency:>6} server CPU per move = {ratio:.2f} x the relay's")
+                if args.json:
+                    print(json.dumps({"games": concurrency, "server_over_relay": ratio}))
+
+
+def measure(
+    target: ServerProcess, label: str, concurrency: int, args: argparse.Namespace
+) -> dict[str, float]:
+    """One level against `target` (the server or the relay): print its row, return it."""
+    stats, window = trio.run(
+        run_level,
+        target.port,
+        concurrency,
+        args.seconds,
+        target.pid,
+        args.verify,
+        args.think_ms / 1000,
+    )
+    server_cpu = window.server_cpu / args.seconds
+    client_cpu = window.client_cpu / args.seconds
+    rate = stats.moves / args.seconds
+    p50 = percentile(stats.latencies, 0.50) * 1000
+    p99 = percentile(stats.latencies, 0.99) * 1000
+    worst = max(stats.latencies, default=float("nan")) * 1000
+    per_move = window.server_cpu / max(1, stats.moves) * 1e6
+    print(
+        f"{label:>6} {concurrency:>6} {rate:>9.0f} {p50:>8.2f} {p99:>8.2f} {worst:>8.2f} "
+        f"{server_cpu:>10.2f} {per_move:>11.0f} {client_cpu:>10.2f} {stats.games:>10}"
+    )
+    row = {
+        "games": concurrency,
+        "moves_per_s": rate,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "max_ms": worst,
+        "server_cpu": server_cpu,
+        "server_cpu_us_per_move": per_move,
+        "client_cpu": client_cpu,
+        "games_done": stats.games,
+    }
+    if args.json:
+        print(json.dumps({"target": label, **row}))
+    return row
 
 
 if __name__ == "__main__":

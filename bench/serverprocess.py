@@ -57,9 +57,11 @@ def start_server(
     cpu: int | None = None,
     descriptors: int | None = None,
     web: bool = False,
+    module: str = "cli.server",
 ) -> ServerProcess:
     """`python -m cli.server --port P --password bench OPTIONS` from the checkout `root`, started
-    in `cwd` and listening when this returns.
+    in `cwd` and listening when this returns (`module`: another server to start the same way,
+    e.g. `bench.relay`).
 
     Its stderr (the log) goes to `log` or is thrown away. `profile`: run it under cProfile into
     that file. `cpu`: pin it to that CPU and this process to the others (when there are
@@ -68,7 +70,7 @@ def start_server(
     port = free_port()
     web_port = free_port() if web else None
     profiler = ["-m", "cProfile", "-o", str(profile.resolve())] if profile else []
-    command = [sys.executable, *profiler, "-m", "cli.server", "--port", str(port)]
+    command = [sys.executable, *profiler, "-m", module, "--port", str(port)]
     command += ["--password", PASSWORD, *(["--web-port", str(web_port)] if web_port else [])]
     command += options
     cpus = sorted(os.sched_getaffinity(0))

@@ -233,6 +233,52 @@ class GameState:
                 mask ^= low
         return [flat[y * stride : y * stride + geo.width] for y in range(geo.height)]
 
+    def row(self, y: int) -> list[FieldState]:
+        """Row y of the board (rows()[y], without building the others)."""
+        geo = self._geo
+        if not 0 <= y < geo.height:
+            raise IndexError(f"row {y} is not on the {geo.width}×{geo.height} board")
+        one, fish, squid, ge2, ge3 = (
+            self._one,
+            self._one | self._two,
+            self._squid,
+            self._ge2,
+            self._ge3,
+        )
+        cells = []
+        bit = 1 << (y * geo.stride)
+        for _ in range(geo.width):
+            if bit & squid:
+                cells.append(FieldState.SQUID)
+            elif not bit & fish:
+                cells.append(FieldState.EMPTY)
+            else:
+                size = 1 + bool(bit & ge2) + bool(bit & ge3)
+                cells.append(_FIELD_BY_BITS[0 if bit & one else 1, size])
+            bit <<= 1
+        return cells
+
+    def row_keys(self) -> list[tuple[int, int, int, int, int]]:
+        """One hashable key per row, rows[0] = y 0: two states' rows y are equal exactly when
+        their keys are (the row's bits of each bitboard). A renderer caches rows by it: a
+        move changes at most two rows, so most of a memento is rendered already."""
+        geo = self._geo
+        stride = geo.stride
+        width_mask = (1 << geo.width) - 1
+        one, two, squid, ge2, ge3 = self._one, self._two, self._squid, self._ge2, self._ge3
+        keys = []
+        for shift in range(0, geo.height * stride, stride):
+            keys.append(
+                (
+                    (one >> shift) & width_mask,
+                    (two >> shift) & width_mask,
+                    (squid >> shift) & width_mask,
+                    (ge2 >> shift) & width_mask,
+                    (ge3 >> shift) & width_mask,
+                )
+            )
+        return keys
+
     def _team_mask(self, team: Team) -> int:
         return self._one if team is Team.ONE else self._two
 

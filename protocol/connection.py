@@ -34,11 +34,14 @@ class _Writer:
         self._closed = False
 
     def packet(self, xml_at_depth_1: str) -> bytes:
+        return self.packet_bytes(xml_at_depth_1.encode())
+
+    def packet_bytes(self, encoded_at_depth_1: bytes) -> bytes:
         if self._closed:
             raise LocalProtocolError("cannot send after the stream was closed")
-        prefix = "\n" if self._started else "<protocol>\n"
+        prefix = b"\n" if self._started else b"<protocol>\n"
         self._started = True
-        return (prefix + xml_at_depth_1).encode()
+        return prefix + encoded_at_depth_1
 
     def close(self) -> bytes:
         if self._closed:
@@ -49,6 +52,9 @@ class _Writer:
     @property
     def closed(self) -> bool:
         return self._closed
+
+
+_last_rendered: tuple[ServerMessage, bytes] | None = None
 
 
 class ServerConnection:
@@ -87,7 +93,17 @@ class ServerConnection:
 
     def send(self, message: ServerMessage) -> bytes:
         """The bytes to write for `message`."""
-        return self._writer.packet(message.to_xml(1))
+        global _last_rendered
+        # One message often goes to several connections in a row (a memento to both players
+        # and the observers): it is rendered and encoded once. Keyed by identity, holding
+        # the message, so the key cannot be reused; one tuple, so threads see either entry.
+        last = _last_rendered
+        if last is not None and last[0] is message:
+            body = last[1]
+        else:
+            body = message.to_xml(1).encode()
+            _last_rendered = (message, body)
+        return self._writer.packet_bytes(body)
 
     def close(self) -> bytes:
         """The bytes that end our document: "\\n</protocol>", or "<protocol/>" if nothing

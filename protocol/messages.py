@@ -369,8 +369,36 @@ def _render_state(state: GameState, depth: int) -> str:
             f"{deeper}<direction>{move.direction.name}</direction>{inner}</lastMove>"
         )
     parts.append(inner)
-    parts.append(board_xml(state.rows(), depth + 1))
+    parts.append(_state_board_xml(state, depth + 1))
     parts.append(f"\n{INDENT * depth}</state>")
+    return "".join(parts)
+
+
+# Rendered rows by (depth, width, GameState.row_keys() entry): a move changes at most two rows of
+# ten, so a memento is mostly rows rendered before. Cleared when full (new boards).
+_ROW_CACHE: dict[tuple[int, int, tuple[int, int, int, int, int]], str] = {}
+_ROW_CACHE_SIZE = 4096
+
+
+def _state_board_xml(state: GameState, depth: int) -> str:
+    """board_xml(state.rows(), depth), with the rows rendered before taken from the cache."""
+    keys = state.row_keys()
+    if not keys or state.width == 0:
+        return board_xml(state.rows(), depth)
+    cache = _ROW_CACHE
+    parts = ["<board>"]
+    fields, row_open, row_close, _, board_close = _board_pieces(depth)
+    width = state.width
+    for y, key in enumerate(keys):
+        cached = cache.get((depth, width, key))
+        if cached is None:
+            cells = state.row(y)
+            cached = row_open + "".join([fields[cell._name_] for cell in cells]) + row_close
+            if len(cache) >= _ROW_CACHE_SIZE:
+                cache.clear()  # (threads: a lost entry is only rendered again)
+            cache[(depth, width, key)] = cached
+        parts.append(cached)
+    parts.append(board_close)
     return "".join(parts)
 
 

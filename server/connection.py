@@ -53,8 +53,8 @@ _PROTOCOL_START = re.compile(rb"<protocol[\s>/]")
 
 _numbers = itertools.count(1)
 
-# (bytes, callback when handed to the socket, trio time queued)
-_Outgoing = tuple[bytes, Callable[[float], None] | None, float]
+# (bytes, callback when handed to the socket, trio time queued, messages in the bytes)
+_Outgoing = tuple[bytes, Callable[[float], None] | None, float, int]
 
 # One token per lobby: anonymous connections handle their packets one at a time, in turn.
 _anonymous_turns: weakref.WeakKeyDictionary[Lobby, trio.CapacityLimiter] = (
@@ -113,6 +113,8 @@ class Connection:
         # is queued, `send` writes straight to the socket: no task switch per message.
         self._backlog = 0
         self._queued_bytes = 0
+        # What the lobby sent during the handler now running (server/batch.py), or None.
+        self._corked: list[tuple[bytes, Callable[[float], None] | None]] | None = None
 
     # ------------------------------------------------------------------ Peer
 
@@ -131,6 +133,35 @@ class Connection:
             return
         if isinstance(message, ErrorPacket):
             self._count_refusal()
+        if self._corked is not None:
+            self._corked.append((data, on_sent))
+            return
+        batch = self._lobby.batch
+        if batch.open:
+            # Inside a lobby handler: held back, and written with the rest at its end.
+            self._corked = [(data, on_sent)]
+            batch.hold(self)
+            return
+        self._write(data, on_sent, 1)
+
+    def flush(self) -> None:
+        """The lobby handler is done: write what it sent this connection, in one write."""
+        corked, self._corked = self._corked, None
+        if not corked:  # (a stop meanwhile does not drop them: each was accepted when sent)
+            return
+        if len(corked) == 1:
+            self._write(*corked[0], 1)
+            return
+        callbacks = [on_sent for _, on_sent in corked if on_sent is not None]
+
+        def on_sent(when: float) -> None:
+            for callback in callbacks:
+                callback(when)
+
+        self._write(b"".join([data for data, _ in corked]), on_sent, len(corked))
+
+    def _write(self, data: bytes, on_sent: Callable[[float], None] | None, count: int) -> None:
+        """Write `data` (`count` messages) now, or what does not fit through the writer task."""
         if not self._backlog:
             try:
                 written = self._transport.try_write(data)
@@ -144,7 +175,7 @@ class Connection:
             data = data[written:]  # the socket buffer is full: the writer task waits for room
         settings = self._settings
         if (
-            self._backlog >= settings.send_buffer_messages
+            self._backlog + count > settings.send_buffer_messages
             or self._queued_bytes + len(data) > settings.send_buffer_bytes
         ):
             log.warning(
@@ -156,11 +187,11 @@ class Connection:
             self._stop(DisconnectCause.LOST_CONNECTION, abort=True)
             return
         try:
-            self._outbox_in.send_nowait((data, on_sent, trio.current_time()))
+            self._outbox_in.send_nowait((data, on_sent, trio.current_time(), count))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             self._accepting = False
             return
-        self._backlog += 1
+        self._backlog += count
         self._queued_bytes += len(data)
 
     def close(self) -> None:
@@ -254,23 +285,27 @@ class Connection:
         waiting for their turn in the server is never held against it."""
         self._opened_at = self._last_activity = trio.current_time()
         while True:
-            outcome = await self._handle_buffered()
-            if outcome is not None:
-                return outcome
-            deadline = self._deadline(trio.current_time(), self._lobby.is_busy(self))
-            with trio.move_on_at(deadline) as waiting:
-                try:
-                    data, received_at = await self._transport.receive()
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    return DisconnectCause.LOST_CONNECTION
-            if waiting.cancelled_caught:
-                cause = self._deadline_passed()
-                if cause is not None:
-                    return cause
-                continue
-            self._received_at = received_at
-            self._note_received(data, received_at)
-            self._protocol.receive_data(data)
+            # One cancel scope for many reads (a scope per read cost a tenth of the server's
+            # time per move); its deadline is set only while waiting for bytes.
+            with trio.CancelScope() as waiting:
+                while True:
+                    waiting.deadline = math.inf
+                    outcome = await self._handle_buffered()
+                    if outcome is not None:
+                        return outcome
+                    waiting.deadline = self._deadline(
+                        trio.current_time(), self._lobby.is_busy(self)
+                    )
+                    try:
+                        data, received_at = await self._transport.receive()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        return DisconnectCause.LOST_CONNECTION
+                    self._received_at = received_at
+                    self._note_received(data, received_at)
+                    self._protocol.receive_data(data)
+            cause = self._deadline_passed()  # the scope ended: a deadline passed while waiting
+            if cause is not None:
+                return cause
 
     def _deadline_passed(self) -> DisconnectCause | None:
         """A read deadline fired: the cause to close with, or None to go on reading."""
@@ -402,7 +437,7 @@ class Connection:
                             batch.append(outbox.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
-                    data = b"".join([chunk for chunk, _, _ in batch])
+                    data = b"".join([chunk for chunk, _, _, _ in batch])
                     # The oldest message's deadline: reading a little does not extend it.
                     with trio.move_on_at(first[2] + send_deadline):
                         await transport.send_all(data)
@@ -416,9 +451,9 @@ class Connection:
                         self._stop(DisconnectCause.LOST_CONNECTION, abort=True)
                         return
                     sent_at = trio.current_time()
-                    self._backlog -= len(batch)
-                    self._queued_bytes -= sum(len(chunk) for chunk, _, _ in batch)
-                    for _, on_sent, _ in batch:
+                    self._backlog -= sum(count for _, _, _, count in batch)
+                    self._queued_bytes -= sum(len(chunk) for chunk, _, _, _ in batch)
+                    for _, on_sent, _, _ in batch:
                         if on_sent is not None:
                             on_sent(sent_at)
                     # A write that never waited is still a checkpoint: one busy writer cannot

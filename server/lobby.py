@@ -4,9 +4,8 @@ A dispatcher: `Lobby.handle` matches each packet to one handler: joining (rooms,
 reservations, admission limits), admin requests, and the moves, pauses, steps and cancels it
 hands to the room's game (`server.game`, every transition of a room under its rule). Logins are
 counted and locked out by `server.logins`; the lobby delays the answer to a failed one (a timer)
-and keeps the connection's later requests in order behind it. Everything runs on the trio
-thread, so each handler is atomic. The lobby reaches clients only through `Peer` (tests drive
-it with fakes) and only decides: recording a finished game is the `Recorder`'s.
+and keeps the connection's later requests in order behind it. Each handler runs on the trio
+thread, atomic, and its messages go out in one write per connection (`server.batch`).
 """
 
 from __future__ import annotations
@@ -40,6 +39,7 @@ from protocol.events import (
 )
 from protocol.messages import ErrorPacket, Joined, JoinedGameRoom, Observed, Prepared
 from server import errors
+from server.batch import SendBatch
 from server.config import Settings
 from server.errors import ClientError
 from server.feed import NoFeed, ObserverFeed
@@ -96,10 +96,11 @@ class Lobby:
         logins: Logins | None = None,
     ) -> None:
         self.settings = settings
-        # Sees what observers see (server/feed.py): an in-process watcher, e.g. the web viewer.
         self.feed: ObserverFeed = feed if feed is not None else NoFeed()
         self.recorder = recorder if recorder is not None else Recorder.from_settings(settings)
         self.timers = Timers()
+        # What one handler sends goes out in one write per connection (server/batch.py).
+        self.batch = SendBatch()
         self.logins = logins if logins is not None else Logins.from_settings(settings, run_clock())
         self.table = Table(settings, self.timers, self.feed, self._game_over)
         self.rooms: dict[str, Room] = {}
@@ -187,13 +188,14 @@ class Lobby:
                 return
             member.held.append((packet, received_at))
             return
-        try:
-            self._dispatch(peer, member, packet, received_at)
-        except ClientError as error:
-            (log.debug if error.quiet else log.info)(
-                "request refused", peer=peer.name, error=str(error)
-            )
-            peer.send(ErrorPacket(str(error), packet))
+        with self.batch:
+            try:
+                self._dispatch(peer, member, packet, received_at)
+            except ClientError as error:
+                (log.debug if error.quiet else log.info)(
+                    "request refused", peer=peer.name, error=str(error)
+                )
+                peer.send(ErrorPacket(str(error), packet))
 
     def _dispatch(self, peer: Peer, member: _Member, packet: ClientPacket, now: float) -> None:
         match packet:

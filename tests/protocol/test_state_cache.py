@@ -52,3 +52,38 @@ def test_state_cache_survives_concurrent_eviction(monkeypatch: pytest.MonkeyPatc
         sys.setswitchinterval(old_interval)
     assert errors == []
     assert len(messages._STATE_CACHE) <= 2
+
+
+def test_rows_rendered_from_the_row_cache_match_the_plain_rendering(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Whole games on many boards, and boards of other widths with the same bits (a one-row
+    # board and the real one): every board from the cache equals board_xml(rows).
+    monkeypatch.setattr(messages, "_ROW_CACHE_SIZE", 64)  # cleared often, too
+    monkeypatch.setattr(messages, "_ROW_CACHE", {})
+    checked = 0
+    for seed in range(12):
+        state = GameState.initial(seed)
+        while True:
+            for depth in (2, 3):
+                plain = messages.board_xml(state.rows(), depth)
+                assert messages._state_board_xml(state, depth) == plain
+                checked += 1
+            if state.is_over:
+                break
+            state = state.apply(state.legal_moves()[seed % len(state.legal_moves())])
+    assert checked > 500
+    first = GameState.initial(1).rows()[0]
+    narrow = GameState.from_rows([first[:3]])
+    wide = GameState.from_rows([first])
+    for board in (wide, narrow):
+        assert messages._state_board_xml(board, 2) == messages.board_xml(board.rows(), 2)
+
+
+def test_a_row_is_the_row_of_the_board() -> None:
+    state = GameState.initial(5)
+    for _ in range(30):
+        assert [state.row(y) for y in range(state.height)] == state.rows()
+        state = state.apply(state.legal_moves()[-1])
+    with pytest.raises(IndexError):
+        state.row(state.height)
