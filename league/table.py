@@ -63,7 +63,7 @@ async def open_table(
     the league's timeouts) and yield the table to play on; the server stops afterwards, and
     no bot outlives the table (`runner.reaper.BotReaper`)."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    check_mode(config, mode)
+    check_mode(config, mode, programs=False)
     containers = None
     if mode == "docker":
         from sandbox.docker import docker_cli

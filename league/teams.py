@@ -69,9 +69,11 @@ def default_mode(config: LeagueConfig) -> str:
     return "process" if commands_only else "docker"
 
 
-def check_mode(config: LeagueConfig, mode: str) -> None:
+def check_mode(config: LeagueConfig, mode: str, *, programs: bool = True) -> None:
     """Raise LeagueRunError if the league's teams cannot be started in `mode` (before any
-    game is claimed)."""
+    game is claimed); with `programs`, LeagueFileError when a command's program is missing.
+    A table checks without `programs`: on a distributed worker a program missing on this
+    host fails that team's matches only (its bot cannot start), not every match."""
     if mode not in MODES:
         raise LeagueRunError(f"unknown mode {mode!r} (known: {', '.join(MODES)})")
     # The container launcher (bots in containers, a relay so they see only the game server)
@@ -80,7 +82,9 @@ def check_mode(config: LeagueConfig, mode: str) -> None:
         raise LeagueRunError("docker mode needs the sandbox package")
     for team in config.teams:
         if mode == "process" or team.bot.kind is BotKind.COMMAND:
-            check_command(config, team, bot_command(team))
+            command = bot_command(team)
+            if programs:
+                check_command(config, team, command)
 
 
 def container_label(config: LeagueConfig) -> str:
@@ -139,7 +143,7 @@ async def container_launchers(
 
 def process_launchers(config: LeagueConfig, reaper: BotReaper) -> dict[str, PlayerLauncher]:
     """Process mode: every team's command as a local process."""
-    check_mode(config, "process")
+    check_mode(config, "process", programs=False)
     return {
         team.id: ReapedLauncher(ProcessLauncher(bot_command(team)), reaper) for team in config.teams
     }

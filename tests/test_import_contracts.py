@@ -20,16 +20,21 @@ PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGES: list[str] = PYPROJECT["tool"]["importlinter"]["root_packages"]
 
 
-def test_the_game_server_importing_the_runner_breaks_a_contract(tmp_path: Path) -> None:
+def lint_with(tmp_path: Path, module: str, line: str) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` on a copy of the packages in which `module` (a path) ends with `line`."""
     for package in PACKAGES:
         shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
     shutil.copy(REPO / "pyproject.toml", tmp_path)
-    with (tmp_path / "server" / "lobby.py").open("a", encoding="utf-8") as lobby:
-        lobby.write("\nimport runner  # the wrong arrow\n")
+    with (tmp_path / module).open("a", encoding="utf-8") as file:
+        file.write(f"\n{line}\n")
     lint = Path(sys.executable).parent / "lint-imports"
-    completed = subprocess.run(
+    return subprocess.run(
         [str(lint), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
+
+
+def test_the_game_server_importing_the_runner_breaks_a_contract(tmp_path: Path) -> None:
+    completed = lint_with(tmp_path, "server/lobby.py", "import runner  # the wrong arrow")
     assert completed.returncode == 1, completed.stdout + completed.stderr
     assert "server.lobby -> runner" in completed.stdout, completed.stdout
     assert "the game server never imports its clients" in completed.stdout
@@ -46,14 +51,6 @@ def test_the_composition_roots_are_the_only_wiring_of_the_web_viewer() -> None:
 
 
 def test_a_library_module_importing_a_command_breaks_a_contract(tmp_path: Path) -> None:
-    for package in PACKAGES:
-        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
-    shutil.copy(REPO / "pyproject.toml", tmp_path)
-    with (tmp_path / "fleet" / "worker.py").open("a", encoding="utf-8") as worker:
-        worker.write("\nimport cli.server  # a command used as a library\n")
-    lint = Path(sys.executable).parent / "lint-imports"
-    completed = subprocess.run(
-        [str(lint), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
+    completed = lint_with(tmp_path, "fleet/worker.py", "import cli.server  # used as a library")
     assert completed.returncode == 1, completed.stdout + completed.stderr
     assert "fleet.worker -> cli.server" in completed.stdout, completed.stdout

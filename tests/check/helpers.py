@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -92,4 +94,18 @@ def java_jar(root: Path) -> Path:
         [jar, "--create", "--file", str(target), "--main-class", "Bot", "-C", str(classes), "."],
         check=True,
     )
+    return target
+
+
+def zip_folder(folder: Path, target: Path, *, mode: int | None = None) -> Path:
+    """The folder zipped as a Linux zip tool does (Unix modes kept)."""
+    with zipfile.ZipFile(target, "w") as archive:
+        for path in sorted(folder.rglob("*")):
+            info = zipfile.ZipInfo(str(path.relative_to(folder)))
+            info.create_system = 3
+            file_mode = (
+                mode if mode is not None and path.name == "start.sh" else path.stat().st_mode
+            )
+            info.external_attr = (stat.S_IFREG | (file_mode & 0o777)) << 16
+            archive.writestr(info, path.read_bytes())
     return target

@@ -20,6 +20,7 @@ from tests.check.helpers import (
     run_check,
     shell_variant,
     statuses,
+    zip_folder,
 )
 
 pytestmark = pytest.mark.timeout(240)
@@ -37,6 +38,14 @@ def test_the_shell_bot_is_ready_in_every_argument_form_and_stress_case(tmp_path:
     assert found["run.network"] == "PASS"
     assert found["stress.one-segment"] == found["stress.split-utf8"] == "PASS"
     assert "network namespace" in card["isolation"]
+
+
+def test_a_zip_upload_runs_from_its_unpacked_files(tmp_path: Path) -> None:
+    require_isolation()
+    archive = zip_folder(SHELL_BOT, tmp_path / "bot.zip")
+    status, card = run_check(tmp_path, str(archive), "--only", "1,2")
+    assert status == 0, failed(card)
+    assert statuses(card)["upload.zip"] == statuses(card)["run.args-short"] == "PASS"
 
 
 def test_the_contest_test_and_clock_through_the_match_core(tmp_path: Path) -> None:
@@ -137,7 +146,7 @@ def test_a_bot_that_breaks_on_memento_and_move_request_in_one_packet(tmp_path: P
     # Cut into pieces (each message alone), the same bot copes.
     assert found["stress.split-tag"] == "PASS"
     item = next(item for item in card["items"] if item["key"] == "stress.one-segment")
-    assert "no move within 10 s" in item["detail"]
+    assert "no move within 3 s" in item["detail"]
     assert 'class="move' not in item.get("bot_bytes", "")  # it only joined
 
 
@@ -174,21 +183,40 @@ def test_crash_double_answer_and_garbage_get_a_clear_verdict(
     assert items["robust.cleanup"]["status"] == "PASS"
 
 
+def test_a_bot_that_leaves_a_process_behind(tmp_path: Path) -> None:
+    """The helper outlives the bot (it moved to a session of its own): item 6 names it, and
+    the check kills it (item 7: nothing survives)."""
+    require_isolation()
+    status, card = run_check(tmp_path, faulty("orphan"), "--only", "6,7")
+    assert status == 1
+    assert failed(card) == {"resources.processes-left"}
+    left = next(item for item in card["items"] if item["key"] == "resources.processes-left")
+    assert "sleep" in left["detail"]
+    assert statuses(card)["robust.cleanup"] == "PASS"
+    assert not [pid for pid in Path("/proc").iterdir() if cmdline(pid) == b"sleep\x00317\x00"]
+
+
+def cmdline(process: Path) -> bytes:
+    try:
+        return (process / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 @pytest.mark.socha
 def test_the_socha_bot_is_ready(tmp_path: Path) -> None:
     pytest.importorskip("socha")
     require_isolation()
     command = f"{sys.executable} {BOTS / 'socha' / 'logic.py'}"
-    status, card = run_check(tmp_path, command, "--only", "2,5", "--cases", "one-segment")
+    status, card = run_check(tmp_path, command, "--only", "5", "--cases", "one-segment")
     assert status == 0, failed(card)
-    # The socha starter asks PyPI for a newer version and carries on when it cannot.
-    assert statuses(card)["run.network"] == "WARN"
+    assert statuses(card)["stress.one-segment"] == "PASS"
 
 
 def test_the_java_bot_is_ready(tmp_path: Path) -> None:
     require_isolation()
     jar = java_jar(tmp_path)
-    status, card = run_check(tmp_path, str(jar), "--only", "1,2,5", "--cases", "one-segment")
+    status, card = run_check(tmp_path, str(jar), "--only", "1,5", "--cases", "one-segment")
     assert status == 0, failed(card)
     assert statuses(card)["upload.jar"] == "PASS"
 

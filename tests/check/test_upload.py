@@ -10,7 +10,7 @@ import pytest
 
 from check.card import Item, Status
 from check.upload import BadInput, Unrunnable, resolve, wheel_fits
-from tests.check.helpers import SHELL_BOT, shell_variant
+from tests.check.helpers import SHELL_BOT, shell_variant, zip_folder
 
 
 def upload_items(bot: Path | str, **options: str) -> dict[str, Item]:
@@ -18,20 +18,6 @@ def upload_items(bot: Path | str, **options: str) -> dict[str, Item]:
     source = resolve(str(bot), main=options.get("main"), python="python3", items=items)
     source.cleanup()
     return {item.key: item for item in items}
-
-
-def zip_folder(folder: Path, target: Path, *, mode: int | None = None) -> Path:
-    """The folder zipped as a Linux zip tool does (Unix modes kept)."""
-    with zipfile.ZipFile(target, "w") as archive:
-        for path in sorted(folder.rglob("*")):
-            info = zipfile.ZipInfo(str(path.relative_to(folder)))
-            info.create_system = 3
-            file_mode = (
-                mode if mode is not None and path.name == "start.sh" else path.stat().st_mode
-            )
-            info.external_attr = (stat.S_IFREG | (file_mode & 0o777)) << 16
-            archive.writestr(info, path.read_bytes())
-    return target
 
 
 def test_the_good_shell_bot_passes_every_upload_item(tmp_path: Path) -> None:

@@ -19,16 +19,14 @@ from runner.game import admin_session
 from runner.inprocess import in_process_server
 from server.config import Settings
 from server.logs import configure_logging
+from tests.helpers.logs import restored_logging
 from tests.helpers.process import TEST_BOTS
 
 
 @pytest.fixture(autouse=True)
 def _restore_logging() -> Iterator[None]:
-    handlers, level = logging.root.handlers[:], logging.root.level
-    yield
-    structlog.reset_defaults()
-    logging.root.handlers[:] = handlers
-    logging.root.setLevel(level)
+    with restored_logging():
+        yield
 
 
 def worker_log(path: Path) -> None:

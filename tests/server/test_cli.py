@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import signal
 import socket
 import subprocess
@@ -18,15 +17,13 @@ import trio
 
 from cli.server import main
 from server.logs import configure_logging
+from tests.helpers.logs import restored_logging
 
 
 @pytest.fixture(autouse=True)
 def _restore_logging() -> Iterator[None]:
-    handlers, level = logging.root.handlers[:], logging.root.level
-    yield
-    structlog.reset_defaults()
-    logging.root.handlers[:] = handlers
-    logging.root.setLevel(level)
+    with restored_logging():
+        yield
 
 
 def test_config_error_exits_2_with_message(

@@ -15,7 +15,9 @@ computes its moves with the engine. Faults:
 - crash: exits with status 3 at its first move request;
 - hang: never answers a move request;
 - twice: answers every move request twice;
-- garbage: answers its first move request with bytes that are no XML.
+- garbage: answers its first move request with bytes that are no XML;
+- orphan: plays correctly but leaves a helper process running (in a session of its own) when
+  it exits.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import argparse
 import random
 import re
 import socket
+import subprocess
 import sys
 import time
 
@@ -69,6 +72,8 @@ def main() -> int:
         except OSError as error:
             print(f"cannot download the opening book from pypi.org: {error}", flush=True)
             return 1
+    if fault == "orphan":
+        subprocess.Popen(["sleep", "317"], start_new_session=True)
     sock = socket.create_connection((options.host, options.port))
     if options.reservation:
         sock.sendall(f'<protocol><joinPrepared reservationCode="{options.reservation}"/>'.encode())
