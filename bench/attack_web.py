@@ -577,7 +577,7 @@ def league_integrity(target: Target) -> str:
                 with contextlib.suppress(ValueError):
                     entry = json.loads(line)
                     line = str(entry.get("error") or entry.get("event"))
-                tally.notes["said"] = line[line.index("liga.toml:") :][:140]
+                tally.notes["said"] = line[line.rindex("liga.toml:") :][:140]
                 break
     return (
         f"{tally.requests} league pages, answers {dict(tally.answers)}: {tally.notes.get('said')!r}"
