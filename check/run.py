@@ -182,7 +182,7 @@ async def check(options: Options) -> Card:
         return card
     if 1 in options.sections:
         card.items += items
-    isolation = detect()
+    isolation = detect().for_bot(source.command)
     image = None
     if options.mode != "process":
         why_not = await docker_mode_possible(source)
