@@ -1,7 +1,9 @@
-# Piranhas game server (and, as target "bot", the example socha bot of docker-compose.yml).
+# Piranhas game server (and, as target "bot", the example socha bot of docker-compose.yml; as
+# target "league", the coordinator and worker of a distributed league, deploy/).
 #
 #   docker build -t piranhas-server .                   # the server (last stage = default target)
 #   docker build --target bot -t piranhas-bot .         # the example bot
+#   docker build --target league -t piranhas-league .   # distributed league (docs/distributed.md)
 #
 # Works with the classic builder and with BuildKit. Optional build input: wheels in
 # docker/wheels/ are preferred and, when they cover everything, pip never touches the network
@@ -39,12 +41,8 @@ WORKDIR /tmp
 ENTRYPOINT ["/usr/bin/tini", "--", "python", "/opt/bot/bot.py"]
 CMD ["--host", "gameserver", "--port", "13050"]
 
-# --- the game server ------------------------------------------------------------------------------
-FROM base AS server
-# Fixed ids, so files on a bind-mounted /data have a predictable owner on the host.
-RUN groupadd --system --gid 10001 piranhas \
-    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /data piranhas \
-    && install -d -o piranhas -g piranhas -m 0750 /data
+# --- every package of this repository, installed -------------------------------------------------
+FROM base AS install
 WORKDIR /src
 # Only what the wheel needs, so edits to tests or docs do not invalidate the install layer.
 COPY pyproject.toml README.md* ./
@@ -60,7 +58,38 @@ COPY bots/ bots/
 COPY runner/ runner/
 COPY league/ league/
 COPY sandbox/ sandbox/
+COPY fleet/ fleet/
+COPY web/ web/
+COPY check/ check/
+COPY analysis/ analysis/
 RUN pip-install . && rm -rf /tmp/wheels /src
+WORKDIR /
+
+# --- a distributed league's coordinator and worker (deploy/, docs/distributed.md) -----------------
+FROM install AS league
+# The `distributed` extra (Dramatiq, psycopg) on top of the installed package: pip adds only the
+# extra's dependencies, from the wheelhouse when it has them.
+COPY docker/wheels/ /tmp/wheels/
+RUN pip-install "piranhas-server[distributed]" && rm -rf /tmp/wheels
+RUN groupadd --system --gid 10003 league \
+    && useradd --system --uid 10003 --gid 10003 --no-create-home --home-dir /work league \
+    && install -d -o league -g league /work /work/logs /bots
+# The example bots of deploy/league.example.toml; a `command` team's bot must exist in here.
+COPY deploy/bots/ /bots/
+USER league
+WORKDIR /work
+# Worker logs (worker.log, the bots' logs): the compose files mount a volume here.
+VOLUME ["/work/logs"]
+# tini forwards SIGTERM to the worker: it gives its running match back to the queue and exits.
+ENTRYPOINT ["/usr/bin/tini", "--", "piranhas-league"]
+CMD ["--help"]
+
+# --- the game server ------------------------------------------------------------------------------
+FROM install AS server
+# Fixed ids, so files on a bind-mounted /data have a predictable owner on the host.
+RUN groupadd --system --gid 10001 piranhas \
+    && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /data piranhas \
+    && install -d -o piranhas -g piranhas -m 0750 /data
 
 COPY docker/container.properties /etc/piranhas/server.properties
 COPY docker/entrypoint.py /usr/local/lib/piranhas/entrypoint.py

@@ -117,6 +117,12 @@ with open(sys.argv[1], "rb") as file:
 # the example bot's packages (pinned in the Dockerfile).
 names = [*data["project"]["dependencies"], *data["build-system"]["requires"]]
 names += ["socha==4.3.9", "setuptools<81"]
+# The classic builder builds every stage before its target: the server's build passes the
+# league stage, which adds the distributed extra.
+names += data["project"]["optional-dependencies"]["distributed"]
+# redis needs it on Python < 3.11.3 (Debian has 3.11.2); pip download evaluates that marker
+# with the host's Python.
+names += ["async-timeout>=4.0.3"]
 print("\n".join(names))
 EOF
 )"

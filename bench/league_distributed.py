@@ -9,7 +9,14 @@ server and the bots go), played
 
 Printed (the best of `--repeat` runs): wall time and matches per hour for each; the
 coordinator's cost to queue one match; the overhead per match of one worker against the baseline
-(queue, PostgreSQL, heartbeats).
+(queue, PostgreSQL, heartbeats). Then:
+
+- queueing a big league (`--queue-teams`, default 20 and 50 teams: 190 and 1,225 matches) as
+  `distribute` does it, per match, and re-running it with nothing to send (issue 18: 4.4 and 11.6
+  ms per match before, quadratic, and 7.4 s for the re-run);
+- the re-delivery of a killed worker's match while every other worker is busy (`--busy`
+  workers, paced bots): seconds from the SIGKILL to the match running again, against the goal of
+  the heartbeat timeout plus one match.
 
 Run:  .venv/bin/python -m bench.league_distributed [--teams 6] [--games 2] [--workers 1 2 4]
 """
@@ -29,6 +36,7 @@ from pathlib import Path
 import redis
 
 from fleet import coordinator
+from fleet.queue import HEARTBEAT_TIMEOUT_MS
 from fleet.runs import RunStatus
 from fleet.stores import open_store
 from league.config import LeagueConfig, load_league
@@ -39,12 +47,14 @@ REPO = Path(__file__).resolve().parent.parent
 BOT = REPO / "deploy" / "bots" / "seeded_bot.py"
 
 
-def league_file(folder: Path, teams: int, games: int) -> Path:
+def league_file(
+    folder: Path, teams: int, games: int, delay: float = 0.0, name: str = "league"
+) -> Path:
     lines = ['name = "Bench"', f"games_per_match = {games}", "seed = 3", ""]
     for index in range(teams):
-        command = f'["{sys.executable}", "{BOT}", "--seed", "{index + 1}"]'
+        command = f'["{sys.executable}", "{BOT}", "--seed", "{index + 1}", "--delay", "{delay}"]'
         lines += ["[[teams]]", f'id = "t{index + 1}"', f"command = {command}", ""]
-    path = folder / "league.toml"
+    path = folder / f"{name}.toml"
     path.write_text("\n".join(lines))
     return path
 
@@ -109,12 +119,84 @@ def distributed(
     return elapsed, queued
 
 
+def queueing(
+    folder: Path, teams: int, postgres: PostgresServer, redis_server: RedisServer
+) -> tuple[int, float, float]:
+    """Matches, seconds to queue them all (`distribute`'s enqueue, the store created first as
+    `distribute` does), seconds to run it again with nothing to send."""
+    config = load_league(league_file(folder, teams, 2, name=f"queue{teams}"))
+    dsn = postgres.create_database(f"bench_{uuid.uuid4().hex[:10]}")
+    started = time.perf_counter()
+    sent = coordinator.enqueue(config, dsn, redis_server.url)
+    first = time.perf_counter() - started
+    started = time.perf_counter()
+    assert coordinator.enqueue(config, dsn, redis_server.url) == []
+    again = time.perf_counter() - started
+    return len(sent), first, again
+
+
+def redelivery(
+    folder: Path, busy: int, postgres: PostgresServer, redis_server: RedisServer
+) -> tuple[float, float]:
+    """Seconds from SIGKILL of a worker mid-match to its match running again on another worker
+    while `busy` other workers play, and the mean match duration seen in the run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    league = league_file(folder, 8, 2, delay=0.05, name="paced")
+    config = load_league(league)
+    dsn = postgres.create_database(f"bench_{uuid.uuid4().hex[:10]}")
+    coordinator.enqueue(config, dsn, redis_server.url)
+    names = [f"busy-{i}" for i in range(busy)] + ["victim"]
+    processes = dict(zip(names, (start_worker(league, dsn, redis_server.url, n, folder)
+                                 for n in names), strict=True))  # fmt: skip
+    store, runs = open_store(dsn)
+    try:
+        wait_ready(folder, names)
+        while True:  # the victim mid-match, every other worker busy
+            states = runs.states()
+            victim = [s for s in states if s.status is RunStatus.RUNNING and s.worker == "victim"]
+            playing = {s.worker for s in states if s.status is RunStatus.RUNNING}
+            if victim and len(playing) == len(names):
+                break
+            time.sleep(0.02)
+        match = victim[0].match_id
+        time.sleep(1.0)
+        os.killpg(processes["victim"].pid, signal.SIGKILL)
+        killed = time.perf_counter()
+        processes["victim"].wait()
+        done_at: dict[int, float] = {}
+        started_at: dict[int, float] = {}
+        rerun = None
+        while rerun is None or len(done_at) < 4:
+            now = time.perf_counter()
+            for state in runs.states():
+                if state.status is RunStatus.RUNNING and state.match_id not in started_at:
+                    started_at[state.match_id] = now
+                if state.status is RunStatus.DONE and state.match_id in started_at:
+                    done_at.setdefault(state.match_id, now)
+                if state.match_id == match and state.attempt > 1 and rerun is None:
+                    rerun = now - killed
+            if now - killed > 600:
+                raise SystemExit("the killed worker's match was not played again in 10 min")
+            time.sleep(0.02)
+        durations = [done_at[m] - started_at[m] for m in done_at]
+        return rerun, sum(durations) / len(durations)
+    finally:
+        store.close()
+        for process in processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes.values():
+            process.wait(60)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--teams", type=int, default=6)
     parser.add_argument("--games", type=int, default=2)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--repeat", type=int, default=2, help="runs of each; the best counts")
+    parser.add_argument("--queue-teams", type=int, nargs="*", default=[20, 50])
+    parser.add_argument("--busy", type=int, default=2, help="busy workers at the re-delivery")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         folder = Path(directory)
@@ -150,6 +232,20 @@ def main() -> int:
                     f"overhead of the queue and the shared store: "
                     f"{1000 * (one_worker - local) / matches:.0f} ms per match "
                     f"(1 worker against one machine)"
+                )
+            for teams in args.queue_teams:
+                sent, first, again = queueing(folder, teams, postgres, redis_server)
+                print(
+                    f"queueing {sent} matches: {first:6.2f} s ({1000 * first / sent:.2f} ms per "
+                    f"match); again with nothing to send: {again:.2f} s"
+                )
+            if args.busy:
+                rerun, match = redelivery(folder / "redelivery", args.busy, postgres, redis_server)
+                goal = HEARTBEAT_TIMEOUT_MS / 1000 + match
+                print(
+                    f"killed worker's match running again after {rerun:.1f} s with {args.busy} "
+                    f"other workers busy (goal: heartbeat {HEARTBEAT_TIMEOUT_MS / 1000:g} s + one "
+                    f"match {match:.1f} s = {goal:.1f} s)"
                 )
         finally:
             postgres.close()

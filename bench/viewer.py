@@ -1,7 +1,9 @@
 """Viewer benchmark: does watching slow the server? 100 WebSocket viewers on one running game.
 
 The server runs in its own process (`python -m cli.server --web-port ...`, pinned to one CPU when
-there are several). In-process SC clients play `--games` prepared games at once, back to back:
+there are several); the web viewer runs in a child process of it (web.process), moved to the
+other CPUs (`--web-cpu others`, the default) or left on the server's (`--web-cpu server`).
+In-process SC clients play `--games` prepared games at once, back to back:
 one "watched" game whose bots think `--watched-think` seconds per move (like real bots: a game
 lasts about half a minute), and the others with `--think` seconds per move, for load and
 latency samples. The script measures two windows in one run: first without viewers, then with
@@ -11,7 +13,8 @@ following it to the next game when one ends. For each window it prints:
 - moves/s: moves the server accepted per second of wall time, all games;
 - latency p50/p99: the server's per-move latency, from a client sending its move to the
   opponent receiving its moveRequest (both clients share this process's clock), all games;
-- server CPU: CPU seconds the server process used per second of wall time;
+- server CPU: CPU seconds the server process used per second of wall time; web CPU: the same
+  for the web viewer's process;
 - with viewers also the viewers' delay p50/p99: from the move leaving its client to a viewer
   receiving a snapshot that shows it (snapshots are rate-limited, latest state wins).
 
@@ -321,6 +324,13 @@ def main() -> None:
         help="seconds per move in the watched game (as real bots: it lasts about 30 s)",
     )
     parser.add_argument("--server-cpu", type=int, default=0, help="CPU to pin the server to")
+    parser.add_argument(
+        "--web-cpu",
+        choices=("others", "server"),
+        default="others",
+        help="where the web viewer's process runs: on the CPUs other than the server's "
+        "(default: the server's CPU is the game server's) or on the server's CPU",
+    )
     parser.add_argument("--profile", metavar="FILE", help="run the server under cProfile")
     parser.add_argument("--watch", type=int, metavar="WEB_PORT", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
@@ -339,6 +349,10 @@ def main() -> None:
         ) as server,
     ):
         assert server.web_port is not None
+        others = set(os.sched_getaffinity(0))
+        if arguments.web_cpu == "others" and others != set(os.sched_getaffinity(server.pid)):
+            for child in children(server.pid):  # the web viewer's process
+                os.sched_setaffinity(child, others)
         trio.run(
             run,
             server.port,

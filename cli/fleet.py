@@ -6,13 +6,15 @@
                             done, failed, cancelled
     cancel LEAGUE.toml      cancel matches (`--match N`, repeatable) or the whole league (`--all`)
 
-`--database` is a PostgreSQL URL (`postgresql://user:password@host:5432/league`) or the path of
-an SQLite file (one machine only); `--redis` the Redis URL. Both default to the environment
+`--database` is a PostgreSQL URL (`postgresql://user@host:5432/league`) or the path of an
+SQLite file (one machine only); `--redis` the Redis URL. Both default to the environment
 (`PIRANHAS_DATABASE`, `PIRANHAS_REDIS_URL`), or to the first line of the file named by
-`PIRANHAS_DATABASE_FILE` / `PIRANHAS_REDIS_URL_FILE` (a Docker secret: the URLs hold passwords).
+`PIRANHAS_DATABASE_FILE` / `PIRANHAS_REDIS_URL_FILE` (a Docker secret). A URL with a password
+is refused as an option (`ps` shows options to every user): passwords come from there only.
 
 Exit status: 0 success (`distribute`: every match done), 1 `distribute` ended with failed or
-cancelled matches, 2 a bad league file, store, server or command line.
+cancelled matches, 2 a bad league file, store, server or command line (one line on stderr,
+never a traceback), 130 interrupted (Ctrl+C).
 """
 
 from __future__ import annotations
@@ -25,17 +27,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from fleet import preflight
+from fleet.preflight import FleetError
 from league.config import LeagueConfig, LeagueFileError, load_league
 from league.schedule import build_schedule
 from league.store import StoreError
 
-__all__ = ["COMMANDS", "add_commands", "dispatch", "main"]
+__all__ = ["COMMANDS", "FleetError", "add_commands", "dispatch", "main"]
 
 COMMANDS = ("distribute", "worker", "status", "cancel")
-
-
-class FleetError(Exception):
-    """A missing setting, or a server that cannot be reached (the message says which)."""
+INTERRUPTED = 130
 
 
 def setting(name: str) -> str | None:
@@ -85,7 +86,10 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     redis(worker)
     worker.add_argument("--name", help="shown in status (default: host:pid)")
     worker.add_argument(
-        "--log-dir", type=Path, default=Path("worker-logs"), help="bot and server logs"
+        "--log-dir",
+        default="worker-logs",
+        help="bot and server logs; {name} is replaced by the worker's name (workers sharing "
+        "one volume: --log-dir /work/logs/{name})",
     )
     worker.add_argument("--poll", type=float, default=1.0, help="seconds between heartbeats")
 
@@ -102,19 +106,24 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _database(config: LeagueConfig, args: argparse.Namespace) -> str:
-    return str(args.database or setting("PIRANHAS_DATABASE") or config.database)
+    if args.database:
+        preflight.refuse_password_in_argument(args.database, "--database", "PIRANHAS_DATABASE")
+    database = str(args.database or setting("PIRANHAS_DATABASE") or config.database)
+    return preflight.check_database(database)
 
 
 def _redis(args: argparse.Namespace) -> str:
+    if args.redis:
+        preflight.refuse_password_in_argument(args.redis, "--redis", "PIRANHAS_REDIS_URL")
     url = args.redis or setting("PIRANHAS_REDIS_URL")
     if not url:
         raise FleetError("no Redis: give --redis redis://host:6379/0 or set PIRANHAS_REDIS_URL")
-    return str(url)
+    return preflight.check_redis_url(str(url))
 
 
 def dispatch(args: argparse.Namespace, out: TextIO) -> int:
     """Run one of COMMANDS; the exit status. Raises FleetError when PostgreSQL or Redis
-    cannot be reached (after the retries) or a setting is missing."""
+    cannot be reached (after the retries) or a setting is wrong."""
     import psycopg
     import redis
 
@@ -122,6 +131,16 @@ def dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return _dispatch(args, out)
     except (psycopg.Error, redis.RedisError) as error:
         raise FleetError(f"{type(error).__name__}: {error}") from None
+    except KeyboardInterrupt:
+        if args.command == "distribute":
+            print(
+                "piranhas-league: interrupted; the queued matches stay queued and the workers "
+                "go on (`distribute` again shows the standings, sending nothing twice)",
+                file=sys.stderr,
+            )
+        else:
+            print("piranhas-league: interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
@@ -133,6 +152,7 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
     database = _database(config, args)
     if args.command == "distribute":
         redis_url = _redis(args)
+        preflight.check_redis(redis_url)
         sent = coordinator.enqueue(config, database, redis_url)
         print(f"{len(sent)} matches sent to the queue", file=out, flush=True)
         if args.no_wait:
@@ -144,13 +164,14 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
         # Workers do not create tables (the coordinator does; concurrent CREATEs can clash).
         matches = build_schedule(config)
+        name = args.name or default_worker_name()
         setup = WorkerSetup(
             config,
             {match.id: match for match in matches},
             database,
             _redis(args),
-            args.log_dir,
-            args.name or default_worker_name(),
+            Path(args.log_dir.replace("{name}", name.replace("/", "_"))),
+            name,
             args.poll,
         )
         return run_worker(setup)
@@ -161,7 +182,16 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
             print(coordinator.format_standings(coordinator.standings(config, store)), file=out)
             print(coordinator.format_status(runs.states(), time.time()), file=out)
             return 0
-        count = runs.cancel(None if args.all else args.match)
+        try:
+            count = runs.cancel(None if args.all else args.match)
+        except KeyError as error:
+            missing = ", ".join(str(n) for n in error.args[0])
+            print(
+                f"piranhas-league: no match {missing} in this league (nothing cancelled; "
+                "`status` lists the matches)",
+                file=sys.stderr,
+            )
+            return 2
         print(f"cancel requested for {count} matches", file=out)
         return 0
     finally:

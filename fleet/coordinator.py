@@ -1,5 +1,10 @@
-"""The coordinator's side of a distributed league: create the schedule in the store, send one
-message per match (its id), show live standings and the state of every match, cancel.
+"""The coordinator's side of a distributed league: create the schedule in the store (with the
+league's fingerprint, which every other process checks), send one message per match (its id)
+to the league's own queue, show live standings and the state of every match, cancel.
+
+Sending is idempotent and repairs a lost queue: a match is sent when the store says it was
+never sent, or when it is queued (or running with a stale heartbeat) but no message for it
+is in Redis any more (Redis lost its data: no AOF, a new server, a FLUSHALL).
 
 Also `play_local`: the same matches played one after the other in this process, without a queue
 (the one-machine way; SQLite by default), e.g. as the reference a distributed run must equal.
@@ -15,12 +20,18 @@ from typing import TextIO
 
 import trio
 
+from fleet import preflight
 from fleet.match import FleetStore, MatchEnd, play_match
-from fleet.postgres import retrying
-from fleet.queue import declare_match_actor, make_broker
+from fleet.queue import (
+    HEARTBEAT_TIMEOUT_MS,
+    declare_match_actor,
+    make_broker,
+    match_ids_in_redis,
+)
 from fleet.runs import RunState, RunStatus
 from fleet.stores import open_store
 from league.config import LeagueConfig
+from league.postgres import retrying
 from league.schedule import Match, build_schedule
 from league.standings import Standings, compute_standings
 from league.store import LeagueStore
@@ -30,6 +41,7 @@ __all__ = [
     "format_status",
     "initialize",
     "play_local",
+    "queue_of",
     "standings",
     "wait_until_final",
 ]
@@ -39,42 +51,78 @@ def _unused(match_id: int) -> None:  # pragma: no cover - the coordinator only s
     raise RuntimeError("the coordinator does not play matches")
 
 
+# A running match whose store heartbeat is older than this, and of which Redis holds no
+# message, lost its worker and its message (Redis lost its data): it is sent again.
+STALE_RUNNING_S = 3 * HEARTBEAT_TIMEOUT_MS / 1000
+
+
 def initialize(config: LeagueConfig, database: str) -> tuple[Match, ...]:
-    """Create (or check) the schedule and the match runs in the store."""
+    """Create (or check) the schedule, the league's fingerprint and the match runs in the
+    store. Raises LeagueMismatchError when the store holds another league."""
+    return _initialize(config, database)[0]
+
+
+def _initialize(config: LeagueConfig, database: str) -> tuple[tuple[Match, ...], str]:
+    """`initialize`, and the league's queue name."""
     matches = build_schedule(config)
-
-    def create() -> None:
-        store, runs = open_store(database)
-        try:
-            store.initialize(config, matches)
-            runs.initialize(matches)
-        finally:
-            store.close()
-
-    retrying(create)
-    return matches
-
-
-def enqueue(config: LeagueConfig, database: str, redis_url: str) -> list[int]:
-    """Send every match that was never sent to the queue; the ids sent. Running it again
-    sends nothing twice (the store remembers what was sent)."""
-    initialize(config, database)
-    broker = make_broker(redis_url)
-    actor = declare_match_actor(broker, _unused)
     store, runs = open_store(database)
-    sent = []
     try:
-        for match_id in retrying(runs.to_enqueue):
-            state = {s.match_id: s.status for s in runs.states()}[match_id]
-            if state is not RunStatus.NEW:
-                continue
+
+        def create() -> str:
+            store.initialize(config, matches)
+            queue = preflight.write_or_check_fingerprint(config, store.backend)
+            runs.initialize(matches)
+            return queue
+
+        queue = retrying(create)
+    finally:
+        store.close()
+    return matches, queue
+
+
+def enqueue(
+    config: LeagueConfig, database: str, redis_url: str, *, now: Callable[[], float] = time.time
+) -> list[int]:
+    """Send every match the queue should have and has not; the ids sent. Running it again
+    sends nothing twice (the store remembers what was sent, Redis what it holds)."""
+    _, queue = _initialize(config, database)
+    broker = make_broker(redis_url)
+    actor = declare_match_actor(broker, _unused, queue)
+    store, runs = open_store(database)
+    try:
+        states = retrying(runs.states)
+        waiting = {s.match_id for s in states if s.status is RunStatus.QUEUED}
+        stale = {
+            s.match_id
+            for s in states
+            if s.status is RunStatus.RUNNING and (s.heartbeat_at or 0) < now() - STALE_RUNNING_S
+        }
+        lost: set[int] = set()
+        if waiting or stale:
+            lost = (waiting | stale) - match_ids_in_redis(broker, actor.queue_name)
+        new = [s.match_id for s in states if s.status is RunStatus.NEW and not s.cancel_requested]
+        sent = sorted(lost) + new
+        for match_id in sent:
             actor.send(match_id)
-            retrying(lambda match_id=match_id: runs.mark_queued(match_id))  # type: ignore[misc]
-            sent.append(match_id)
+        # One transaction for all: a crash before it re-sends them next time (a duplicate
+        # delivery, fenced by the attempts), never loses one.
+        retrying(lambda: runs.mark_queued_all(new))
     finally:
         store.close()
         broker.close()
     return sent
+
+
+def queue_of(config: LeagueConfig, database: str) -> str:
+    """The league's queue name (the league must have been created)."""
+    store, _ = open_store(database)
+    try:
+        queue = preflight.check_fingerprint(config, store.backend)
+    finally:
+        store.close()
+    if queue is None:
+        raise preflight.FleetError("the league was not created yet: run distribute")
+    return queue
 
 
 def standings(config: LeagueConfig, store: LeagueStore) -> Standings:

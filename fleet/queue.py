@@ -2,7 +2,13 @@
 (docs/distributed.md explains each setting; facts in docs/tournament.md §3).
 
 - One message per match: its id, nothing more. The worker reads everything else from the league
-  file and the store.
+  file and the store. Each league has its own queue, named by its fingerprint
+  (`fleet.preflight.queue_name`): leagues sharing one Redis never take each other's messages.
+- Re-deliveries first: a dead worker's match goes to the front of the queue, not behind every
+  match still waiting (Dramatiq's script appends it; ours is the same script with LPUSH there),
+  and so does a match a stopping worker gives back (`send_first`).
+- Timeouts on every Redis call (`SOCKET_TIMEOUT`): a host that drops packets is an error after
+  seconds, not a call that waits forever.
 - No actor time limit: Dramatiq's `TimeLimit` raises inside the running thread, which in trio
   code lands in the scheduler and skips `finally` blocks (bots would be left running). Games are
   timed by trio cancel scopes instead.
@@ -17,31 +23,74 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import dramatiq
-from dramatiq.brokers.redis import RedisBroker
+import redis
+from dramatiq.brokers.redis import RedisBroker, _scripts
 from dramatiq.middleware import CurrentMessage, Middleware, Retries, TimeLimit
 
 __all__ = [
     "HEARTBEAT_TIMEOUT_MS",
-    "MATCH_QUEUE",
     "MAX_RETRIES",
+    "MatchBroker",
     "ShutdownFlag",
     "declare_match_actor",
     "make_broker",
+    "match_ids_in_redis",
     "retries_of_current_message",
+    "send_first",
 ]
 
-MATCH_QUEUE = "piranhas-matches"
 ACTOR_NAME = "play_match"
 MAX_RETRIES = 2
 RETRY_BACKOFF_MS = (1_000, 10_000)
 HEARTBEAT_TIMEOUT_MS = 5_000
 MAINTENANCE_ALWAYS = 1_000_000  # Dramatiq's MAINTENANCE_SCALE: maintenance on every fetch
+CONNECT_TIMEOUT = 5.0
+# Longer than any one Redis call of Dramatiq's (none blocks: fetches poll).
+SOCKET_TIMEOUT = 15.0
+HEALTH_CHECK_INTERVAL = 10
+
+# Dramatiq's dispatch script, changed in two places: a dead worker's messages and the messages
+# a stopping worker hands back go to the front of the queue (LPUSH; fetch pops from the front),
+# and a new command enqueues at the front.
+_HEXISTS = 'if redis.call("hexists", queue_messages, message_id) > 0 then\n'
+_RPUSH = 'redis.call("rpush", queue_full_name, message_id)'
+_DEAD_WORKER_REQUEUE = " " * 16 + _HEXISTS + " " * 20 + _RPUSH  # in the maintenance block
+_SHUTDOWN_REQUEUE = " " * 12 + _HEXISTS + " " * 16 + _RPUSH  # the `requeue` command
+_ENQUEUE = """-- Enqueues a new message on $queue_full_name.
+if command == "enqueue" then"""
+_ENQUEUE_FIRST = """if command == "enqueue_first" then
+    redis.call("hset", queue_messages, ARGS[1], ARGS[2])
+    redis.call("lpush", queue_full_name, ARGS[1])
+elseif command == "enqueue" then"""
+
+
+def _dispatch_script() -> bytes:
+    script = _scripts["dispatch"].decode()
+    for old, new in (
+        (_DEAD_WORKER_REQUEUE, _DEAD_WORKER_REQUEUE.replace("rpush", "lpush")),
+        (_SHUTDOWN_REQUEUE, _SHUTDOWN_REQUEUE.replace("rpush", "lpush")),
+        (_ENQUEUE, _ENQUEUE_FIRST),
+    ):
+        if script.count(old) != 1:  # another Dramatiq version: fail loudly, not silently
+            raise RuntimeError("Dramatiq's Redis dispatch script changed: review fleet/queue.py")
+        script = script.replace(old, new)
+    return script.encode()
+
+
+class MatchBroker(RedisBroker):
+    """Dramatiq's Redis broker with re-deliveries first (see the module doc)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)  # type: ignore[no-untyped-call]
+        self.scripts["dispatch"] = self.client.register_script(_dispatch_script())
 
 
 class ShutdownFlag(Middleware):
@@ -56,7 +105,7 @@ class ShutdownFlag(Middleware):
         self.event.set()
 
 
-def make_broker(url: str, *, shutdown: ShutdownFlag | None = None) -> RedisBroker:
+def make_broker(url: str, *, shutdown: ShutdownFlag | None = None) -> MatchBroker:
     """The broker for the league's queue, with only the middleware a match needs."""
     middleware: list[Middleware] = [
         # Kept for the `time_limit` option, which the actor sets to infinity.
@@ -70,8 +119,15 @@ def make_broker(url: str, *, shutdown: ShutdownFlag | None = None) -> RedisBroke
     ]
     if shutdown is not None:
         middleware.append(shutdown)
-    return RedisBroker(  # type: ignore[no-untyped-call]
-        url=url,
+    client = redis.Redis.from_url(
+        url,
+        socket_connect_timeout=CONNECT_TIMEOUT,
+        socket_timeout=SOCKET_TIMEOUT,
+        socket_keepalive=True,
+        health_check_interval=HEALTH_CHECK_INTERVAL,
+    )
+    return MatchBroker(
+        client=client,
         middleware=middleware,
         heartbeat_timeout=HEARTBEAT_TIMEOUT_MS,
         maintenance_chance=MAINTENANCE_ALWAYS,
@@ -79,12 +135,13 @@ def make_broker(url: str, *, shutdown: ShutdownFlag | None = None) -> RedisBroke
 
 
 def declare_match_actor(
-    broker: dramatiq.Broker, play: Callable[[int], None]
+    broker: dramatiq.Broker, play: Callable[[int], None], queue: str
 ) -> dramatiq.Actor[[int], None]:
-    """The match actor on `broker`: `play(match_id)` runs in the worker's one thread."""
+    """The match actor on `broker`, consuming `queue` (the league's, `preflight.queue_name`):
+    `play(match_id)` runs in the worker's one thread."""
     decorate = dramatiq.actor(
         actor_name=ACTOR_NAME,
-        queue_name=MATCH_QUEUE,
+        queue_name=queue,
         broker=broker,
         max_retries=MAX_RETRIES,
         time_limit=math.inf,
@@ -98,3 +155,27 @@ def retries_of_current_message() -> int:
     if message is None:
         return 0
     return int(message.options.get("retries", 0))
+
+
+def send_first(broker: MatchBroker, actor: dramatiq.Actor[[int], None], match_id: int) -> None:
+    """Send the match to the front of its queue (a match given back goes before new ones)."""
+    message = actor.message(match_id)
+    message = message.copy(options={"redis_message_id": str(uuid.uuid4())})
+    broker.do_enqueue_first(actor.queue_name, message.options["redis_message_id"], message.encode())
+
+
+def match_ids_in_redis(broker: MatchBroker, queue: str) -> set[int]:
+    """The match ids of every message Redis holds for `queue`: waiting, delayed for a retry,
+    or being played (a message stays in its queue's hash until acknowledged). Read in one
+    MULTI so a message moving from the delay queue to the queue is seen once, not never."""
+    keys: Iterable[str] = (f"{broker.namespace}:{name}.msgs" for name in (queue, f"{queue}.DQ"))
+    pipeline = broker.client.pipeline(transaction=True)
+    for key in keys:
+        pipeline.hvals(key)
+    found = set()
+    for values in pipeline.execute():
+        for data in values:
+            message = json.loads(data)
+            if message.get("actor_name") == ACTOR_NAME and message.get("args"):
+                found.add(int(message["args"][0]))
+    return found

@@ -136,12 +136,18 @@ class Runs:
 
     def mark_queued(self, match_id: int) -> None:
         """The match's message was sent."""
+        self.mark_queued_all([match_id])
+
+    def mark_queued_all(self, match_ids: Iterable[int]) -> None:
+        """These matches' messages were sent (one transaction)."""
+        now = self._now_ms()
         with self.backend.transaction() as tx:
-            tx.execute(
-                "UPDATE fleet_runs SET status = 'queued', enqueued_at = ? "
-                "WHERE match_id = ? AND status = 'new'",
-                (self._now_ms(), match_id),
-            )
+            for match_id in match_ids:
+                tx.execute(
+                    "UPDATE fleet_runs SET status = 'queued', enqueued_at = ? "
+                    "WHERE match_id = ? AND status = 'new'",
+                    (now, match_id),
+                )
 
     def start(self, match_id: int, worker: str) -> MatchRun | None:
         """A new attempt of the match for `worker`, or None when there is nothing to do (the
@@ -259,13 +265,18 @@ class Runs:
     def cancel(self, match_ids: Iterable[int] | None = None) -> int:
         """Request the cancellation of these matches (all when None): a match not yet
         running is cancelled at once, a running one when it next polls the flag. How many
-        matches were not final yet."""
+        matches were not final yet. Raises KeyError (nothing changed) for an id that is not
+        a match of the league."""
         now = self._now_ms()
         with self.backend.transaction() as tx:
+            known = {int(r[0]) for r in tx.query("SELECT match_id FROM fleet_runs")}
             if match_ids is None:
-                targets = [int(r[0]) for r in tx.query("SELECT match_id FROM fleet_runs")]
+                targets = sorted(known)
             else:
                 targets = list(match_ids)
+                unknown = sorted(set(targets) - known)
+                if unknown:
+                    raise KeyError(unknown)
             count = 0
             for match_id in targets:
                 count += tx.execute(

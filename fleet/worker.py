@@ -4,6 +4,12 @@ One Dramatiq `Worker` with one thread in this process (no forked children: the p
 plays is the process a supervisor watches and a signal reaches). Each message is a match id;
 the match is played by `fleet.match.play_match` under `trio.run` in the worker thread.
 
+Health is true: before it says `ready` the worker has reached Redis (PING with its password)
+and the store, and checked that its league file is the league in the store (the fingerprint,
+`fleet.preflight`); any of these failing ends it at once with status 2 and one line on stderr.
+Later outages (Redis or PostgreSQL unreachable, back again) are reported on stderr too, where a
+supervisor, `docker logs` or journald shows them; the details go to `<log-dir>/worker.log`.
+
 - SIGTERM/SIGINT: the running match stops (its bots are stopped, its games given back), the
   match is sent to the queue again, then the process exits 0.
 - SIGKILL, a power cut: Dramatiq re-delivers the match to another worker once this worker's
@@ -14,6 +20,7 @@ the match is played by `fleet.match.play_match` under `trio.run` in the worker t
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -25,6 +32,7 @@ from pathlib import Path
 import structlog
 import trio
 
+from fleet import preflight
 from fleet.match import FleetStore, MatchEnd, play_match
 from fleet.queue import (
     MAX_RETRIES,
@@ -32,6 +40,7 @@ from fleet.queue import (
     declare_match_actor,
     make_broker,
     retries_of_current_message,
+    send_first,
 )
 from launching import MatchError
 from league.config import LeagueConfig
@@ -45,6 +54,7 @@ log = structlog.get_logger("fleet.worker")
 
 SHUTDOWN_TIMEOUT_MS = 60_000
 IDLE_FETCH_MS = 250
+WAIT_FOR_LEAGUE_S = 2.0
 
 
 def say(line: str) -> None:
@@ -70,19 +80,58 @@ class WorkerSetup:
     poll_interval: float = 1.0
 
 
+def _stderr_for_warnings() -> None:
+    """Dramatiq's warnings and errors (Redis unreachable, a message that failed) also on
+    stderr. A handler on the `dramatiq` logger itself: the game server's logging set-up
+    replaces the root logger's handlers, not this one."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("piranhas-league: %(name)s: %(message)s"))
+    logging.getLogger("dramatiq").addHandler(handler)
+
+
+def _wait_for_league(setup: WorkerSetup, db: FleetStore, stop: threading.Event) -> str | None:
+    """Check the league's fingerprint in the store, waiting while the coordinator has not
+    created the league yet; the league's queue name, None when stopped while waiting."""
+    told = False
+    while (
+        queue := db.call_sync(preflight.check_fingerprint, setup.config, db.store.backend)
+    ) is None:
+        if not told:
+            say("waiting for the coordinator to create the league in the store (distribute)")
+            told = True
+        if stop.wait(WAIT_FOR_LEAGUE_S):
+            return None
+    return queue
+
+
 def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> int:
-    """Consume matches until SIGTERM or SIGINT (main thread only). Returns the exit status."""
+    """Consume matches until SIGTERM or SIGINT (main thread only). Returns the exit status.
+    Raises FleetError or StoreError when a server cannot be reached or refuses the login,
+    LeagueMismatchError when the store holds another league."""
     import dramatiq
 
     from server.logs import configure_logging
 
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    preflight.check_redis(setup.redis_url)
+    db = FleetStore(setup.database)  # StoreError at once when PostgreSQL cannot be used
+    try:
+        queue = _wait_for_league(setup, db, stop)
+        if queue is None:
+            return 0
+    except BaseException:
+        db.close()
+        raise
     setup.log_dir.mkdir(parents=True, exist_ok=True)
     # The game server logs every move: to a file; stderr gets one line per match.
     log_file = (setup.log_dir / "worker.log").open("a", encoding="utf-8")
     configure_logging("console", "info", stream=log_file, cache=False)
+    _stderr_for_warnings()
     shutdown = ShutdownFlag()
     broker = make_broker(setup.redis_url, shutdown=shutdown)
-    db = FleetStore(setup.database)
 
     def play(match_id: int) -> None:
         match = setup.matches.get(match_id)
@@ -121,18 +170,16 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
             raise
         say(f"match {match_id}: attempt {run.attempt} ended: {end.value}")
         if end is MatchEnd.STOPPING:
-            # Given back in the store; a new message puts it in the queue again before this
-            # one is acknowledged (at worst a duplicate delivery, fenced by the attempts).
-            actor.send(match_id)
+            # Given back in the store; a new message puts it at the front of the queue again
+            # before this one is acknowledged (at worst a duplicate delivery, fenced by the
+            # attempts).
+            send_first(broker, actor, match_id)
 
-    actor = declare_match_actor(broker, play)
+    actor = declare_match_actor(broker, play, queue)
     # worker_timeout: how long an idle consumer waits between fetches at most; after a match
     # the next one starts within it (Dramatiq's default is 1 s).
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=IDLE_FETCH_MS)
     worker.queue_prefetch = 1  # the environment's dramatiq_queue_prefetch, whatever it says
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     worker.start()
     say(f"worker {setup.name} ready")
     if ready is not None:

@@ -130,20 +130,24 @@ def _children() -> list[int]:
 
 
 def _belongs_to(pid: int, player: ProcessPlayer) -> bool:
-    """Whether our child `pid` descends from `player`: its token, or its group or session."""
+    """Whether our child `pid` descends from `player`: its token, else (no token: a zombie, or
+    a child that cleared its environment) its process group or session. A child with another
+    player's token is that player's, even where a reused process id would say otherwise."""
+    prefix = f"{TOKEN_VARIABLE}=".encode()
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        environ = b""
+    tokens = [value for value in environ.split(b"\0") if value.startswith(prefix)]
+    if tokens:
+        return tokens[-1] == prefix + player.token.encode()
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
     # pid (comm) state ppid pgrp session ...; comm may hold spaces and parentheses.
     fields = stat[stat.rindex(")") + 2 :].split()
-    if player.pid in (int(fields[2]), int(fields[3])):
-        return True
-    try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return False
-    return f"{TOKEN_VARIABLE}={player.token}".encode() in environ.split(b"\0")
+    return player.pid in (int(fields[2]), int(fields[3]))
 
 
 async def _reap(pid: int) -> None:

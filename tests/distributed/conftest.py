@@ -18,6 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from fleet import coordinator
+from fleet.stores import open_store
+from league.config import load_league
+from league.store import LeagueStore
+
 ROOT = Path(__file__).resolve().parents[2]
 # The deploy example bot (seeded: deterministic games; --delay makes a match last).
 PACED_BOT = ROOT / "deploy" / "bots" / "seeded_bot.py"
@@ -37,6 +42,41 @@ def league_text(
         quoted = ", ".join(f'"{part}"' for part in command)
         lines += ["[[teams]]", f'id = "{team}"', f"command = [{quoted}]", ""]
     return "\n".join(lines)
+
+
+Outcomes = list[tuple[int, int, tuple[int, int], tuple[int, int], str | None, bool, str]]
+
+
+def outcomes(store: LeagueStore) -> Outcomes:
+    """Every recorded game's outcome without its record (dates and times differ)."""
+    return [
+        (
+            game.game.match_id,
+            game.game.number,
+            game.outcome.siegpunkte,
+            game.outcome.schwarm,
+            game.outcome.winner,
+            game.outcome.regular,
+            game.outcome.reason,
+        )
+        for game in store.finished_games()
+    ]
+
+
+@pytest.fixture(scope="session")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Outcomes, dict[str, object]]:
+    """The league of `league_text()` played on one machine (SQLite, no queue, no delay):
+    outcomes and table."""
+    folder = tmp_path_factory.mktemp("reference")
+    league = folder / "league.toml"
+    league.write_text(league_text(delay=0.0))
+    config = load_league(league)
+    coordinator.play_local(config, str(folder / "league.sqlite"), folder / "logs")
+    store, _ = open_store(str(folder / "league.sqlite"))
+    try:
+        return outcomes(store), coordinator.standings(config, store).to_dict()
+    finally:
+        store.close()
 
 
 @dataclass

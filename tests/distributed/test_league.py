@@ -22,48 +22,14 @@ from fleet.runs import RunState, RunStatus
 from fleet.stores import open_store
 from league.config import LeagueConfig, load_league
 from league.schedule import build_schedule
-from league.store import LeagueStore
 
-from .conftest import StartWorker, WorkerProcess, league_text
+from .conftest import Outcomes, StartWorker, WorkerProcess, league_text, outcomes
 from .servers import PostgresServer, RedisServer
 
 pytestmark = [pytest.mark.distributed, pytest.mark.timeout(240)]
 
 DELAY = 0.04  # seconds per move: a match lasts a few seconds, long enough to hit
 RECOVERY_LIMIT = 60.0  # a killed worker's match runs again within this (issue 13)
-
-Outcomes = list[tuple[int, int, tuple[int, int], tuple[int, int], str | None, bool, str]]
-
-
-def outcomes(store: LeagueStore) -> Outcomes:
-    """Every recorded game's outcome without its record (dates and times differ)."""
-    return [
-        (
-            game.game.match_id,
-            game.game.number,
-            game.outcome.siegpunkte,
-            game.outcome.schwarm,
-            game.outcome.winner,
-            game.outcome.regular,
-            game.outcome.reason,
-        )
-        for game in store.finished_games()
-    ]
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Outcomes, dict[str, object]]:
-    """The league played on one machine (SQLite, no queue, no delay): outcomes and table."""
-    folder = tmp_path_factory.mktemp("reference")
-    league = folder / "league.toml"
-    league.write_text(league_text(delay=0.0))
-    config = load_league(league)
-    coordinator.play_local(config, str(folder / "league.sqlite"), folder / "logs")
-    store, _ = open_store(str(folder / "league.sqlite"))
-    try:
-        return outcomes(store), coordinator.standings(config, store).to_dict()
-    finally:
-        store.close()
 
 
 class League:
@@ -301,7 +267,8 @@ def test_a_match_that_always_fails_ends_failed_and_dead_lettered(
     report = coordinator.format_status(states.values(), time.time())
     assert all(f"match {match_id}: failed: " in report for match_id in broken)
     client = redis.Redis.from_url(redis_url)
-    assert client.zcard("dramatiq:piranhas-matches.XQ") == len(broken)  # the dead-letter set
+    queue = coordinator.queue_of(league.config, league.database)
+    assert client.zcard(f"dramatiq:{queue}.XQ") == len(broken)  # the dead-letter set
     client.close()
     time.sleep(2)  # nothing comes back from the dead-letter set
     assert {s.attempt for i, s in league.states().items() if i in broken} == {3}

@@ -8,15 +8,14 @@ import math
 import psycopg
 import pytest
 
-from fleet.postgres import is_connection_error, retrying, to_pyformat
 from fleet.queue import (
     HEARTBEAT_TIMEOUT_MS,
-    MATCH_QUEUE,
     MAX_RETRIES,
     ShutdownFlag,
     declare_match_actor,
     make_broker,
 )
+from league.postgres import is_connection_error, retrying, to_pyformat
 
 
 def test_the_broker_finds_dead_workers_in_seconds_and_the_actor_never_times_out() -> None:
@@ -25,8 +24,8 @@ def test_the_broker_finds_dead_workers_in_seconds_and_the_actor_never_times_out(
     try:
         assert broker.heartbeat_timeout == HEARTBEAT_TIMEOUT_MS == 5000
         assert broker.maintenance_chance == 1_000_000  # Dramatiq's scale: every fetch
-        actor = declare_match_actor(broker, lambda match_id: None)
-        assert actor.queue_name == MATCH_QUEUE
+        actor = declare_match_actor(broker, lambda match_id: None, "piranhas.0123")
+        assert actor.queue_name == "piranhas.0123"
         assert actor.options["time_limit"] == math.inf
         assert actor.options["max_retries"] == MAX_RETRIES == 2
         names = [type(m).__name__ for m in broker.middleware]
@@ -72,3 +71,41 @@ def test_retrying_repeats_only_connection_errors_and_gives_up_at_the_deadline() 
         retrying(down, retry_for=0.0, sleep=waits.append)
     assert is_connection_error(psycopg.errors.AdminShutdown("terminating"))
     assert not is_connection_error(ValueError("no"))
+
+
+def test_a_dead_worker_s_match_and_a_match_given_back_go_to_the_front_of_the_queue() -> None:
+    from fleet.queue import _dispatch_script
+
+    script = _dispatch_script().decode()
+    maintenance = script[script.index("if do_maintenance") : script.index('if command == "enqueue')]
+    assert 'redis.call("lpush", queue_full_name, message_id)' in maintenance
+    assert "rpush" not in maintenance
+    requeue = script[script.index('command == "requeue"') : script.index('command == "ack"')]
+    assert "lpush" in requeue and "rpush" not in requeue
+    first = script[script.index('command == "enqueue_first"') :]
+    assert first.index("lpush") < first.index('command == "enqueue"')
+
+
+def test_refused_logins_are_permanent_an_unreachable_server_is_transient() -> None:
+    from league.postgres import is_permanent
+
+    def failed(cause: str) -> psycopg.OperationalError:
+        return psycopg.OperationalError(
+            f'connection failed: connection to server at "10.0.0.2", port 5432 failed: {cause}'
+        )
+
+    for cause in (
+        'FATAL:  password authentication failed for user "league"',
+        'FATAL:  database "leage" does not exist',
+        'FATAL:  role "nobody" does not exist',
+        'FATAL:  no pg_hba.conf entry for host "10.0.0.5", user "league"',
+    ):
+        assert is_permanent(failed(cause)) and not is_connection_error(failed(cause))
+    for cause in (
+        "Connection refused\n\tIs the server running on that host?",
+        "FATAL:  the database system is starting up",
+        "FATAL:  the database system is shutting down",
+        "FATAL:  sorry, too many connections already",
+        "timeout expired",
+    ):
+        assert not is_permanent(failed(cause)) and is_connection_error(failed(cause))

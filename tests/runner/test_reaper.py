@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from runner.processes import ProcessLauncher
+from runner.reaper import BotReaper, ReapedLauncher
 from tests.helpers.process import TEST_BOTS, environment
 
 pytestmark = pytest.mark.timeout(120)
@@ -130,3 +132,28 @@ async def test_a_killed_piranhas_match_leaves_no_child_of_a_bot_alive(tmp_path: 
         if process.returncode is None:
             process.kill()
         kill_leftovers(pids)
+
+
+async def test_a_sweep_takes_its_own_players_children_only(tmp_path: Path) -> None:
+    """Two bots at once, each with a setsid child: stopping one kills its child (re-parented
+    to this process, the subreaper), not the other's."""
+    script = f"setsid sleep 300 & echo $! > {tmp_path}/$$.child; wait"
+    with BotReaper() as reaper:
+        launcher = ReapedLauncher(ProcessLauncher(["sh", "-c", script]), reaper)
+        one = await launcher.launch("one", "127.0.0.1", 1, "-", tmp_path / "one.log")
+        two = await launcher.launch("two", "127.0.0.1", 1, "-", tmp_path / "two.log")
+        children: dict[str, int] = {}
+        try:
+            with trio.fail_after(10):
+                for name, player in (("one", one), ("two", two)):
+                    path = tmp_path / f"{player.player.pid}.child"
+                    while not path.exists() or not path.read_text().strip():
+                        await trio.sleep(0.01)
+                    children[name] = int(path.read_text())
+            await one.stop()
+            assert not alive(children["one"])
+            assert alive(children["two"])
+            await two.stop()
+            assert not alive(children["two"])
+        finally:
+            kill_leftovers(list(children.values()))
