@@ -1,7 +1,7 @@
 """The analysis written into a league game record, read back, and checked (docs/game-records.md
 "Analysis").
 
-    <header> … <analysis version="1" nodes="12000" slope="0.00632" turning-point="17"/>
+    <header> … <analysis version="1" nodes="12000" slope="0.00203" turning-point="17"/>
     <player> … <analysis accuracy="91.4" inaccuracies="1" mistakes="0" blunders="1" only-moves="0"/>
     <move> … <analysis eval="-35" played="-210" loss="0.162" mark="??" depth="4">
                <best x="8" y="2" direction="LEFT"/></analysis>

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from bots.search import DECIDED
 
-SLOPE = 0.00632
+SLOPE = 0.00203
 """Win probability = 1 / (1 + exp(-SLOPE · evaluation)), evaluation in hundredths of a swarm
 weight point for the side to move. Fitted by `python -m analysis.calibrate` (docs/analysis.md
 has the run and its reliability table)."""

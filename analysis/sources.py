@@ -212,11 +212,12 @@ async def observe_room(
     room: str,
     *,
     timeout: float = math.inf,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> Game:
     """Watch `room` on a running server as an observer (admin login) until the game ends
     (or `timeout` seconds pass) and return what was seen: the first state observed (an
-    observer joins at the current position; earlier moves are not sent) and every move
-    after it."""
+    observer sees the game from where it began to observe; earlier moves are not sent) and
+    every move after it. `task_status.started()` once the server confirmed the observing."""
     try:
         stream = await trio.open_tcp_stream(host, port)
     except OSError as error:
@@ -230,6 +231,7 @@ async def observe_room(
         if password is not None:
             await session.authenticate(password)
         await session.observe(room)
+        task_status.started()
         with trio.move_on_after(timeout):
             while True:
                 message = await session.receive()

@@ -268,3 +268,90 @@ def _annotate(loaded: Loaded, analysis: GameAnalysis, folder: Path) -> bool:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ---- piranhas-league analyze / verify (cli/league.py calls these) ---------------------------
+
+
+def add_league_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`piranhas-league analyze FILE.toml`: annotate every game record of the league."""
+    command = commands.add_parser(
+        "analyze",
+        help="analyse every game record of the league and write the analysis into it "
+        "(resumable: records already analysed with these settings are skipped)",
+    )
+    command.add_argument("league", type=Path, metavar="FILE.toml")
+    command.add_argument("--db", type=Path, metavar="F", help="the store (default: the file's)")
+    command.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help=f"search nodes per position (default {DEFAULT_NODES})",
+    )
+    command.add_argument("--depth", type=int, default=None, help="search depth per position")
+    command.add_argument(
+        "--concurrency", "-c", type=int, default=1, help="positions analysed at once, in processes"
+    )
+
+
+def analyze_league(records_dir: Path, args: argparse.Namespace, out: TextIO) -> int:
+    """Annotate every `match*-game*.xml` in `records_dir` in place (written atomically);
+    skip those already annotated with the same settings. 0 done, 1 some record failed."""
+    from analysis.annotate import read_annotation
+    from analysis.sources import game_from_record, read_bounded
+
+    try:
+        settings = settings_from(args.nodes, args.depth)
+        analyser = Analyser(settings, args.concurrency)
+    except AnalysisError as error:
+        print(f"piranhas-league analyze: {error}", file=sys.stderr)
+        return 2
+    paths = sorted(records_dir.glob("match*-game*.xml")) if records_dir.is_dir() else []
+    if not paths:
+        print(f"no game records in {records_dir}", file=out)
+        return 0
+    failed = done = skipped = 0
+    with analyser:
+        for number, path in enumerate(paths, start=1):
+            prefix = f"[{number}/{len(paths)}] {path.name}"
+            try:
+                data = read_bounded(path)
+                existing = read_annotation(data)
+                if existing is not None and existing.settings == settings:
+                    skipped += 1
+                    continue
+                _, game = game_from_record(data, path.name)
+                analysis = analyser.analyse(game)
+                annotated = annotate(data, analysis)
+                temporary = path.with_suffix(".xml.tmp")
+                temporary.write_bytes(annotated)
+                temporary.replace(path)
+            except (SourceError, AnnotationError, OSError) as error:
+                print(f"{prefix}: {error}", file=out, flush=True)
+                failed += 1
+                continue
+            done += 1
+            one, two = analysis.sides
+            print(f"{prefix}: {_side_text(one)}; {_side_text(two)}", file=out, flush=True)
+    print(f"{done} analysed, {skipped} already analysed, {failed} failed", file=out)
+    return 1 if failed else 0
+
+
+def _side_text(side: object) -> str:
+    from analysis.game import SideSummary
+
+    assert isinstance(side, SideSummary)
+    accuracy = "-" if side.accuracy is None else f"{side.accuracy:.1f}"
+    return f"{side.name} accuracy {accuracy}, {side.mistakes} ?, {side.blunders} ??"
+
+
+def verify_annotation(path: Path, recompute: bool) -> list[str]:
+    """The discrepancies of a record's annotation (none without one), as verify prints."""
+    from analysis.annotate import check
+    from analysis.sources import read_bounded
+
+    try:
+        data = read_bounded(path)
+    except SourceError as error:
+        return [str(error)]
+    return [str(found) for found in check(data, path.name, recompute=recompute)]

@@ -19,6 +19,7 @@ from typing import TextIO
 
 import trio
 
+from cli.analyze import analyze_league, verify_annotation
 from league.config import LeagueConfig, LeagueFileError, load_league
 from league.records import RecordError, read_record_file, verify
 from league.run import (
@@ -73,6 +74,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     check = commands.add_parser("verify", help="replay game records and report discrepancies")
     check.add_argument("records", type=Path, nargs="+", metavar="RECORD")
+    check.add_argument(
+        "--analysis",
+        action="store_true",
+        help="also search every annotated position again with its recorded settings "
+        "(deterministic: any difference is a tampered or stale annotation; slow)",
+    )
+    from cli.analyze import add_league_command
+
+    add_league_command(commands)
     # Across machines (docs/distributed.md): distribute, worker, status, cancel.
     from cli.fleet import add_commands
 
@@ -200,10 +210,12 @@ def _verify(args: argparse.Namespace, out: TextIO) -> int:
             print(f"{path}: cannot read: {error}", file=out)
             failed += 1
             continue
-        discrepancies = verify(record)
-        if discrepancies:
+        found = [str(discrepancy) for discrepancy in verify(record)]
+        # The move analysis written into the record (docs/game-records.md "Analysis").
+        found += verify_annotation(path, recompute=args.analysis)
+        if found:
             failed += 1
-            for discrepancy in discrepancies:
+            for discrepancy in found:
                 print(f"{path}: {discrepancy}", file=out)
     print(f"{len(args.records) - failed} of {len(args.records)} records verified", file=out)
     return 1 if failed else 0
@@ -349,6 +361,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _verify(args, out)
         if args.command == "run":
             return _run(args, out)
+        if args.command == "analyze":
+            config = load_league(args.league)
+            database = args.db or config.database
+            return analyze_league(Path(f"{database.with_suffix('')}.records"), args, out)
         from cli.fleet import FleetError, dispatch
 
         try:

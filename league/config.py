@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import os
 import re
 import shlex
 import shutil
@@ -565,9 +566,14 @@ def check_command(config: LeagueConfig, team: TeamSpec, argv: list[str]) -> None
     command cannot be found or is not executable: checked before a run writes anything (a
     store, a log folder), not at the first game."""
     program = argv[0]
-    if shutil.which(program) is not None:
-        return
-    what = "is not executable" if Path(program).exists() else "not found"
+    found = shutil.which(program)
+    if found is not None:
+        interpreter = _missing_interpreter(Path(found))
+        if interpreter is None:
+            return
+        what = f"names an interpreter that is not found ({interpreter!r} in its #! line)"
+    else:
+        what = "is not executable" if Path(program).exists() else "not found"
     index = config.teams.index(team)
     path = str(config.source) if config.source is not None else "<league>"
     line = None
@@ -581,3 +587,21 @@ def check_command(config: LeagueConfig, team: TeamSpec, argv: list[str]) -> None
         line=line,
         key=_dotted(("teams", index, "command")),
     )
+
+
+def _missing_interpreter(program: Path) -> str | None:
+    """The interpreter of a `#!` script when it cannot be found (`/usr/bin/env NAME`: NAME on
+    PATH), else None. The kernel would refuse to start the script at the first game."""
+    try:
+        with program.open("rb") as file:
+            first = file.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if not words:
+        return None
+    if Path(words[0]).name == "env" and len(words) > 1 and not words[1].startswith("-"):
+        return None if shutil.which(words[1]) else words[1]
+    return None if os.access(words[0], os.X_OK) else words[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from datetime import datetime
@@ -17,8 +18,9 @@ from pathlib import Path
 
 import trio
 
-from engine import GameState
+from engine import GameState, Team
 from launching import MatchError
+from protocol.messages import Memento
 from runner.game import GameSpec, Observation, ServerAddress, Watcher
 from runner.inprocess import in_process_server
 from runner.launchers import docker_image
@@ -90,7 +92,11 @@ async def play(
     times = TimeReport(options.names, server.soft_timeout, source)
     match.times = times
 
+    lost: list[Observation] = []
+
     async def record(observation: Observation) -> None:
+        if options.analyze is not None and player1_lost(observation, options.names):
+            lost.append(observation)
         replay = await save(options, observation)
         summary = observation.summary
         game = observation.server_game
@@ -127,6 +133,56 @@ async def play(
         reaper=reaper,
     )
     await schedule.play()
+    if lost:
+        lost.sort(key=lambda observation: observation.summary.number)
+        await trio.to_thread.run_sync(analyse_lost, options, lost, match.say)
+
+
+def player1_lost(observation: Observation, names: tuple[str, str]) -> bool:
+    """Whether player1 lost the observed game (a draw is no loss)."""
+    winner = observation.summary.result.winner
+    if winner is None:
+        return False
+    player1_team = Team.ONE if observation.summary.one == 0 else Team.TWO
+    return winner is not player1_team
+
+
+def analyse_lost(options: Options, lost: list[Observation], say: Callable[[str], None]) -> None:
+    """`--analyze`: each lost game analysed at the default settings from the observed states
+    (docs/analysis.md); its figures printed, the analysis written as JSON into the log dir."""
+    from analysis import Analyser, AnalysisError, Game, Settings
+    from analysis.report import json_text, summary_lines
+
+    say(f"analysing the {len(lost)} games {options.names[0]} lost")
+    try:
+        settings = Settings(nodes=options.analyze)
+    except AnalysisError as error:
+        say(f"--analyze: {error}")
+        return
+    with Analyser(settings) as analyser:
+        for observation in lost:
+            states = [p.state for p in observation.packets if isinstance(p, Memento)]
+            if len(states) < 2:
+                continue
+            summary = observation.summary
+            names = (options.names[summary.one], options.names[1 - summary.one])
+            moves = tuple(state.last_move for state in states[1:] if state.last_move)
+            game = Game(
+                states[0],
+                moves,
+                names,
+                f"game {summary.number}",
+                summary.result.winner,
+                summary.result.reason,
+            )
+            analysis = analyser.analyse(game)
+            path = options.log_dir / f"analysis-game{summary.number}.json"
+            try:
+                path.write_text(json_text(analysis), encoding="utf-8")
+            except OSError as error:
+                say(f"game {summary.number}: cannot write {path}: {error}")
+            for line in summary_lines(analysis):
+                say(f"game {summary.number}: {line}")
 
 
 def board_drawer(match: Scoreboard) -> Watcher:

@@ -45,6 +45,7 @@ class Options:
     sprt: Sprt | None = None  # stop early when it accepts a hypothesis
     reproducers: Path | None = None  # None: DIR/reproducers next to the bot logs
     no_reproducers: bool = False
+    analyze: int | None = None  # nodes: analyse player1's lost games move by move at the end
     show_board: bool = False  # draw every observed state
 
     @property
@@ -218,6 +219,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-reproducers", action="store_true", help="write no reproducer folders")
     parser.add_argument(
+        "--analyze",
+        nargs="?",
+        type=int,
+        const=12_000,
+        default=None,
+        metavar="NODES",
+        help="at the end, analyse every game player1 lost move by move (docs/analysis.md; "
+        "NODES per position, default 12000): accuracy, marks and the turning point printed, "
+        "the whole analysis in LOG_DIR/analysis-game<k>.json",
+    )
+    parser.add_argument(
         "--save-replay", action="store_true", help="save a replay of every game (official format)"
     )
     parser.add_argument(
@@ -320,6 +332,7 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         sprt=sprt,
         reproducers=arguments.reproducers,
         no_reproducers=arguments.no_reproducers,
+        analyze=arguments.analyze,
         show_board=arguments.show_board,
     )
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 import random
 import re
 from functools import cache
+from pathlib import Path
+
+import pytest
 
 from analysis import Analyser, GameAnalysis, Settings
 from analysis.annotate import annotate, check, read_annotation
 from analysis.sources import game_from_record
+from cli import league as league_cli
 from engine import GameState, Move, PlayerEntry, Team, game_result
 from league.records import read_record, record_game, verify, write_record
 
@@ -116,3 +120,36 @@ def _first(annotated: bytes, text: str) -> int:
     """The number of the first move whose annotation holds `text`."""
     blocks = annotated.split(b"<move>")[1:]
     return next(n for n, block in enumerate(blocks, 1) if text.encode() in block)
+
+
+def test_league_verify_passes_an_annotated_record_and_reports_a_tampered_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, annotated = analysed()
+    good, bad = tmp_path / "good.xml", tmp_path / "bad.xml"
+    good.write_bytes(annotated)
+    bad.write_bytes(annotated.replace(b'mark="??"', b'mark="?!"', 1))
+    assert league_cli.main(["verify", str(good)]) == 0
+    assert league_cli.main(["verify", str(good), str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "bad.xml: bad.xml: mark of move" in out and "good.xml:" not in out.split("\n")[1]
+
+
+def test_league_analyze_annotates_every_record_and_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    league = tmp_path / "league.toml"
+    league.write_text(
+        'name = "T"\n[[teams]]\nid = "haie"\nname = "Haie"\ncommand = "bot"\n'
+        '[[teams]]\nid = "barsche"\nname = "Barsche"\ncommand = "bot"\n',
+        encoding="utf-8",
+    )
+    records = tmp_path / "l.records"
+    records.mkdir()
+    (records / "match001-game1.xml").write_bytes(record_bytes())
+    arguments = ["analyze", str(league), "--db", str(tmp_path / "l.sqlite"), "--nodes", "1000"]
+    assert league_cli.main(arguments) == 0
+    assert "1 analysed, 0 already analysed" in capsys.readouterr().out
+    assert (records / "match001-game1.xml").read_bytes() == analysed()[1]
+    assert league_cli.main(arguments) == 0
+    assert "0 analysed, 1 already analysed" in capsys.readouterr().out

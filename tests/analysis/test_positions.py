@@ -12,7 +12,7 @@ import pytest
 
 from analysis import Analyser, Game, Settings
 from analysis.suite import Suite, SuiteError, export, loads
-from bots import Bot, GreedyBot, SearchBot
+from bots import Bot, RandomBot, SearchBot
 from engine import GameState, Team
 from runner import positions
 
@@ -20,29 +20,29 @@ NODES = 1000
 BEST_BOT = Path(__file__).with_name("best_bot.py")
 
 
-def lost_by_greedy(seed: int, greedy_side: Team) -> Game:
+def lost_by_random(seed: int, random_side: Team) -> Game:
     state = start = GameState.initial(seed)
     bots: dict[Team, Bot] = {
-        greedy_side: GreedyBot(2),
-        greedy_side.opponent: SearchBot(1, max_nodes=1500),
+        random_side: RandomBot(2),
+        random_side.opponent: SearchBot(1, max_nodes=1500),
     }
     moves = []
     while not state.is_over:
         move = bots[state.current_team].choose(state, 1e9)
         moves.append(move)
         state = state.apply(move)
-    names = ("greedy", "search") if greedy_side is Team.ONE else ("search", "greedy")
+    names = ("random", "search") if random_side is Team.ONE else ("search", "random")
     return Game(start, tuple(moves), names, f"board {seed}")
 
 
 @cache
 def mistakes_suite() -> Suite:
-    """The ?/?? of greedy's lost games against search (greedy as TWO, then as ONE)."""
-    games = [lost_by_greedy(4, Team.TWO), lost_by_greedy(5, Team.ONE)]
+    """The ?/?? of random's lost games against search (random as TWO, then as ONE)."""
+    games = [lost_by_random(4, Team.TWO), lost_by_random(5, Team.ONE)]
     with Analyser(Settings(nodes=NODES)) as analyser:
         analyses = [analyser.analyse(game) for game in games]
     assert all(a.winner is not None and a.game.names[a.winner.value] == "search" for a in analyses)
-    suite = export(analyses, "greedy")
+    suite = export(analyses, "random")
     assert suite is not None
     return suite
 
@@ -50,7 +50,7 @@ def mistakes_suite() -> Suite:
 def test_export_takes_the_losers_mistakes_and_the_file_round_trips() -> None:
     suite = mistakes_suite()
     assert {p.side for p in suite.positions} == {Team.ONE, Team.TWO}
-    assert all(p.player == "greedy" and p.mark in ("?", "??") for p in suite.positions)
+    assert all(p.player == "random" and p.mark in ("?", "??") for p in suite.positions)
     assert all(p.played not in p.best for p in suite.positions)
     again = loads(suite.dumps())
     assert again == suite
@@ -96,3 +96,32 @@ def test_a_random_bot_scores_low_and_fails(
     out = capsys.readouterr().out
     assert status == 1, out
     assert "score 100 %" not in out
+
+
+def test_match_analyze_analyses_the_games_player1_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli import match
+
+    status = match.main(
+        [
+            "--player1",
+            "builtin:random --seed 3",
+            "--player2",
+            "builtin:greedy --seed 4",
+            "--games",
+            "2",
+            "--concurrency",
+            "1",
+            "--log-dir",
+            str(tmp_path),
+            "--analyze",
+            "1000",
+            "--no-timeout",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 0, out
+    reports = sorted(tmp_path.glob("analysis-game*.json"))
+    assert len(reports) == 2, out  # random loses both
+    assert "turning point" in out and "accuracy" in out

@@ -9,13 +9,17 @@ import random
 from pathlib import Path
 
 import pytest
+import trio
 
-from analysis.sources import SourceError, load
+from analysis import Game
+from analysis.sources import SourceError, load, observe_room
 from cli import analyze
+from client import ClientSession
 from engine import GameState, Move, PlayerEntry, Team, game_result
 from league.records import record_game, write_record
 from protocol.messages import Memento, ResultMessage
 from protocol.replay import write_replay
+from tests.helpers.server import PASSWORD, running_server
 
 
 def random_game(moves: int | None = None) -> tuple[list[GameState], list[Move]]:
@@ -126,3 +130,41 @@ def test_the_command_writes_json_a_plain_table_and_annotated_records(
     assert "nothing.xml: cannot read" in capsys.readouterr().err
     assert analyze.main([str(path), "--nodes", "5"]) == 2
     assert analyze.main([]) == 2
+
+
+async def test_a_room_the_server_is_playing_is_observed_and_analysed() -> None:
+    states, _ = random_game(50)
+    rng = random.Random(1)
+    found: list[Game] = []
+    with trio.fail_after(60):
+        async with running_server(paused=True, start_state=states[-1]) as server:
+            one = ClientSession(await trio.open_tcp_stream("127.0.0.1", server.port))
+            two = ClientSession(await trio.open_tcp_stream("127.0.0.1", server.port))
+            room = (await one.join()).room_id
+            await two.join()
+
+            async def choose(state: GameState) -> Move:
+                return rng.choice(state.legal_moves())
+
+            async def watch(task_status: trio.TaskStatus[None]) -> None:
+                found.append(
+                    await observe_room(
+                        "127.0.0.1", server.port, PASSWORD, room, task_status=task_status
+                    )
+                )
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one.play, choose)
+                nursery.start_soon(two.play, choose)
+                await nursery.start(watch)
+                admin = ClientSession(await trio.open_tcp_stream("127.0.0.1", server.port))
+                await admin.authenticate(PASSWORD)
+                await admin.pause(room, False)
+            for session in (one, two, admin):
+                await session.aclose()
+    [game] = found
+    assert game.label == f"room {room}"
+    assert game.start.turn >= 50 and game.moves
+    assert game.states()[-1].is_over
+    with pytest.raises(SourceError, match="cannot connect"):
+        await observe_room("127.0.0.1", 1, None, room)

@@ -282,7 +282,9 @@ def test_a_bot_that_crashes_loses_its_games_and_the_league_goes_on(
         assert penalised.penalty is not None and penalised.penalty.kind.value == "LEFT"
 
 
-@pytest.mark.parametrize("command", ["no-such-bot-program --fast", "./missing-bot.sh"])
+@pytest.mark.parametrize(
+    "command", ["no-such-bot-program --fast", "./missing-bot.sh", "./bad-interpreter.sh"]
+)
 def test_a_bot_command_that_does_not_exist_is_a_league_file_error_and_nothing_is_written(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -292,13 +294,20 @@ def test_a_bot_command_that_does_not_exist_is_a_league_file_error_and_nothing_is
     """Before: a Trio ExceptionGroup traceback, exit 1, league.sqlite and league.logs/ left
     behind (issue 17 item 18). Now the league file's error form, exit 2, checked first."""
     monkeypatch.chdir(tmp_path)
+    script = tmp_path / "bad-interpreter.sh"
+    script.write_text("#!/nonexistent/interpreter\n")
+    script.chmod(0o755)
     path = league_file(tmp_path, {"steady": FAST_BOT, "ghost": command})
     before = sorted(tmp_path.iterdir())
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
     line = path.read_text().splitlines().index(f"command = {json.dumps(command)}") + 1
     program = command.split()[0]
-    assert f"{path}:{line}: teams[1].command: the program {program!r} not found" in err
+    assert f"{path}:{line}: teams[1].command: the program {program!r} " in err
+    if "interpreter" in command:
+        assert "'/nonexistent/interpreter' in its #! line" in err
+    else:
+        assert f"the program {program!r} not found" in err
     assert "Traceback" not in err and "ExceptionGroup" not in err
     assert sorted(tmp_path.iterdir()) == before  # no store, no logs, no records
 
