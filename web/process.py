@@ -372,6 +372,10 @@ def _os_error(error: BaseException) -> OSError | None:
 def main() -> None:
     """`python -m web.process`: the child (started by `WebProcess`, never by hand)."""
     os.nice(NICENESS)
+    # SCHED_BATCH: the viewer's wakeups never preempt another task (the game server), yet it
+    # keeps its fair share of the CPU (SCHED_IDLE would starve it on a machine busy with bots).
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     # The server stops the viewer by closing its input; a Ctrl-C reaches both processes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The control pipes are stdin and stdout; print() and friends go to stderr instead.
