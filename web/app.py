@@ -36,6 +36,7 @@ from server.config import Settings
 from server.feed import LoginGate, ObserverFeed
 from server.limits import address_key, connection_cap, is_loopback, raise_descriptor_limit
 from web import listen
+from web.analysis import AnalysisJobs
 from web.auth import COOKIE, CSRF_HEADER, SESSION_SECONDS, Session, Sessions, csrf_ok, same_origin
 from web.board import legal_targets, state_json
 from web.gate import AsyncGate, GateUnavailable, LocalGate, OpenGate
@@ -103,6 +104,10 @@ class WebViewer:
             else None
         )
         self.gate: AsyncGate = LocalGate(OpenGate())
+        # Analysing is a core's work for many seconds: as open as playing (see `open_play`).
+        self.analyses = AnalysisJobs(
+            lambda handler: self._guard(handler, admin=not self.open_play), self._spawn
+        )
         self.app = self._build_app()
 
     @property
@@ -138,6 +143,10 @@ class WebViewer:
             gc.freeze()
             task_status.started()
 
+    def _spawn(self, task: Callable[[], Awaitable[None]]) -> None:
+        assert self._nursery is not None, "requests are served only while running"
+        self._nursery.start_soon(task)
+
     # ------------------------------------------------------------------ app
 
     def _build_app(self) -> Starlette:
@@ -159,6 +168,7 @@ class WebViewer:
                 Route("/api/games/{room_id}", self._game),
                 *ReplayRoutes(self.settings.replay_dir).routes(),
                 *LeagueRoutes(self.league).routes(),
+                *self.analyses.routes(),
                 Route("/api/admin/prepare", self._guard(self._prepare), methods=["POST"]),
                 Route("/api/admin/pause", self._guard(self._pause), methods=["POST"]),
                 Route("/api/admin/step", self._guard(self._step), methods=["POST"]),

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
+from analysis import Analyser, Settings
+from analysis.sources import game_from_replay
 from engine import GameState, Move, PlayerEntry, Team, game_result
 from protocol.messages import Memento, ResultMessage
 from protocol.replay import write_replay
@@ -89,3 +92,53 @@ async def test_the_move_list_jumps_on_a_click_and_steps_with_the_keys(
         # The download is the file itself.
         href = await browser.run(lambda: page.get_attribute("#download", "href"))
         assert href == f"/api/replays/{path.name}/download"
+
+
+async def test_analyse_this_game_marks_the_moves_draws_the_graph_and_the_best_move(
+    running: Running, browser: BrowserThread, screenshot: Callable[[Any, str], None]
+) -> None:
+    states, _ = random_game(seed=3, moves=24)
+    path = replay_file(running.viewer.settings.replay_dir, states)
+    running.viewer.analyses.settings = Settings(nodes=1000)
+    # The page must show what the analysis says (it is deterministic: the same here).
+    game = game_from_replay(path.read_bytes())
+    with Analyser(Settings(nodes=1000)) as analyser:
+        expected = analyser.analyse(game)
+    assert any(move.mark in ("?", "??") for move in expected.moves), "random moves blunder"
+    with trio.fail_after(90):
+        page = await browser.new_page()
+        await browser.run(lambda: page.goto(f"{running.url}/replays#file={path.name}&turn=0"))
+        await browser.run(lambda: page.wait_for_selector("#move-list tr.move"))
+        assert await browser.run(lambda: page.is_hidden("#advantage"))
+        await browser.run(lambda: page.click("#analyse"))
+        await browser.run(lambda: page.wait_for_selector("svg#graph[data-points]"))
+        shown = await browser.run(
+            lambda: page.eval_on_selector_all(
+                "#move-list tr.move", "rows => rows.map(r => r.children[3].textContent)"
+            )
+        )
+        assert shown == [move.mark or "" for move in expected.moves]
+        points = await browser.run(lambda: page.get_attribute("svg#graph", "data-points"))
+        assert points == str(len(expected.graph))
+        # After each move the best move is a second arrow from the same position, unless
+        # the best move was played.
+        for analysed in expected.moves:
+            index = analysed.number
+            await browser.run(page.click, f'#move-list tr[data-index="{index}"]')
+            await browser.run(page.wait_for_selector, f'svg#board[data-index="{index}"]')
+            best = await browser.run(page.query_selector, "svg#board line.arrow.best")
+            if analysed.best == analysed.played:
+                assert best is None, index
+                continue
+            assert best is not None, index
+            height = states[0].height
+            start = (analysed.best.x + 0.5, height - 1 - analysed.best.y + 0.5)
+            drawn = await browser.run(
+                lambda b=best: (float(b.get_attribute("x1")), float(b.get_attribute("y1")))
+            )
+            assert drawn == start, index
+            if analysed.mark == "??":
+                await browser.run(lambda: screenshot(page, "analysis"))
+        # A click on the graph jumps to that position.
+        await browser.run(lambda: page.click("svg#graph", position={"x": 2, "y": 10}))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="0"]'))

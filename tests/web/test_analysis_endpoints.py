@@ -6,10 +6,18 @@ from __future__ import annotations
 import gzip
 import urllib.error
 import urllib.request
+from typing import Any
 
 import trio
 
+from analysis import Analyser, Settings
+from analysis.sources import game_from_replay
+from engine import Direction, Move
+from web.board import move_target
+from web.replays import MAX_UPLOAD_BYTES
+
 from .conftest import Running
+from .httpclient import Browser
 from .test_analysis_browser import random_game, replay_file
 
 
@@ -41,3 +49,88 @@ async def test_a_replay_downloads_as_its_own_bytes_and_nothing_else_does(running
     for missing in ("missing.xml", "..%2Fsecret.xml", "notes.txt"):
         url = base + missing + "/download"
         assert (await trio.to_thread.run_sync(raw_get, url))[0] == 404, missing
+
+
+async def poll(browser: Browser, job: str) -> dict[str, Any]:
+    seen = []
+    while True:
+        status, body = await browser.get(f"/api/analysis/{job}")
+        assert status == 200
+        seen.append(body["done"])
+        if body["state"] != "running":
+            assert seen == sorted(seen), "progress only goes forward"
+            return body  # type: ignore[no-any-return]
+        await trio.sleep(0.05)
+
+
+async def test_analyse_this_game_is_guarded_bounded_and_answers_the_analysis(
+    running: Running,
+) -> None:
+    states, _ = random_game(moves=10)
+    data = replay_file(running.viewer.settings.replay_dir, states).read_bytes()
+    running.viewer.analyses.settings = Settings(nodes=1000)
+    browser = Browser(running.url)
+    await browser.session()
+    with trio.fail_after(60):
+        # Without the CSRF token, or from another site: refused before anything is read.
+        stranger = Browser(running.url)
+        await stranger.session()
+        stranger.csrf = "wrong"
+        assert (await stranger.post("/api/analysis", data))[0] == 403
+        assert (await browser.post("/api/analysis", data, Origin="http://evil.example"))[0] == 403
+        # Bounded: a body over the upload bound, and anything that is no game.
+        too_big = b"<protocol>" + b" " * MAX_UPLOAD_BYTES
+        assert (await browser.post("/api/analysis", too_big))[0] == 413
+        status, body = await browser.post("/api/analysis", b"<not a replay")
+        assert status == 400 and "not a readable replay" in body["error"]
+        status, body = await browser.post("/api/analysis", gzip.compress(b"\0" * 3_000_000))
+        assert status == 400 and "uncompressed" in body["error"]
+        # A game: accepted at once, progress, then what the analysis says.
+        status, body = await browser.post("/api/analysis", gzip.compress(data))
+        assert status == 202 and body["state"] == "running" and body["total"] == 10
+        done = await poll(browser, body["job"])
+        with Analyser(Settings(nodes=1000)) as analyser:
+            expected = analyser.analyse(game_from_replay(data)).as_json()
+        analysis = done["analysis"]
+        assert done["state"] == "done" and done["done"] == 10
+        assert [m["mark"] for m in analysis["moves"]] == [m["mark"] for m in expected["moves"]]
+        assert analysis["graph"] == expected["graph"]
+        # Each best move carries its target: where the engine puts the fish.
+        for state, move in zip(states, analysis["moves"], strict=False):
+            best = Move(move["best"]["x"], move["best"]["y"], Direction[move["best"]["direction"]])
+            assert move["best"]["to"] == list(move_target(state, best))
+        # The same game again is the same job, answered at once (deterministic).
+        status, again = await browser.post("/api/analysis", data)
+        assert status == 200 and again["job"] == body["job"] and again["state"] == "done"
+        assert (await browser.get("/api/analysis/unknown"))[0] == 404
+
+
+async def test_one_analysis_at_a_time_and_a_slow_one_is_stopped(running: Running) -> None:
+    first, _ = random_game(seed=1, moves=20)
+    second, _ = random_game(seed=2, moves=20)
+    directory = running.viewer.settings.replay_dir
+    one = replay_file(directory, first, "one.xml").read_bytes()
+    two = replay_file(directory, second, "two.xml").read_bytes()
+    jobs = running.viewer.analyses
+    jobs.settings = Settings(nodes=20_000)
+    jobs.deadline = 0.5
+    ada, bob = Browser(running.url), Browser(running.url)
+    await ada.session()
+    await bob.session()
+    with trio.fail_after(60):
+        status, body = await ada.post("/api/analysis", one)
+        assert status == 202
+        # While it runs: the same session may not start another, nor may anyone else.
+        status, busy = await ada.post("/api/analysis", two)
+        assert status == 429 and "one analysis at a time" in busy["error"]
+        status, busy = await bob.post("/api/analysis", two)
+        assert status == 503
+        done = await poll(ada, body["job"])
+        assert done["state"] == "failed" and "longer than 0.5 s" in done["error"]
+        assert 0 < done["done"] < 20
+        # Failed jobs are not answered again: asked once more, it is analysed anew.
+        jobs.deadline = 60.0
+        jobs.settings = Settings(nodes=1000)
+        status, retried = await bob.post("/api/analysis", one)
+        assert status == 202 and retried["job"] != body["job"]
+        assert (await poll(bob, retried["job"]))["state"] == "done"
