@@ -419,10 +419,14 @@ async def sessions_after(target: Target) -> None:
 
 
 async def again_count(target: Target, until: int) -> None:
-    while target.tally.requests < until:
-        with contextlib.suppress(OSError, trio.BrokenResourceError, trio.TooSlowError):
-            await http(target.web_port, "GET", "/api/session")
-        target.tally.requests += 1
+    tally = target.tally
+    while tally.requests < until:
+        try:
+            answer = await http(target.web_port, "GET", "/api/session")
+            tally.answers[str(answer.status)] += 1
+        except (OSError, trio.BrokenResourceError, trio.TooSlowError):
+            tally.answers["connection error"] += 1
+        tally.requests += 1
 
 
 def sessions_integrity(target: Target) -> str:
@@ -577,7 +581,7 @@ def league_integrity(target: Target) -> str:
                 with contextlib.suppress(ValueError):
                     entry = json.loads(line)
                     line = str(entry.get("error") or entry.get("event"))
-                tally.notes["said"] = line[line.index("liga.toml:") :][:140]
+                tally.notes["said"] = line[line.rindex("liga.toml:") :][:140]
                 break
     return (
         f"{tally.requests} league pages, answers {dict(tally.answers)}: {tally.notes.get('said')!r}"
@@ -677,16 +681,18 @@ async def run_web_scenario(name: str, args: argparse.Namespace) -> dict[str, obj
         rss = memory_mb(server.pid)
         web_rss = max((memory_mb(pid) for pid in viewers), default=0.0)
         await trio.sleep(3)  # the attackers are gone: is the memory given back?
+        # A viewer in the server's own process (older versions): the server's memory.
         target.tally.notes["web_rss_after_mb"] = round(
-            max((memory_mb(pid, "VmRSS") for pid in viewers), default=0.0)
+            max(memory_mb(pid, "VmRSS") for pid in viewers or [server.pid])
         )
         target.tally.notes["tracebacks"] = tracebacks(log)
         result: dict[str, object] = json.loads(probe.stdout)
+        if viewers:
+            result["web_rss_mb"] = round(web_rss)
         result.update(
             attack=name,
             connections=scenario.connections,
             rss_mb=round(rss),
-            web_rss_mb=round(web_rss),
             cpu=round(cpu, 2),
             integrity=scenario.integrity(target),
             tracebacks=target.tally.notes["tracebacks"],

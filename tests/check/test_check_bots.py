@@ -5,6 +5,7 @@ fault. Kept short for the default run: each test asks only for the items it is a
 
 from __future__ import annotations
 
+import secrets
 import sys
 from pathlib import Path
 
@@ -38,6 +39,9 @@ def test_the_shell_bot_is_ready_in_every_argument_form_and_stress_case(tmp_path:
     assert found["run.network"] == "PASS"
     assert found["stress.one-segment"] == found["stress.split-utf8"] == "PASS"
     assert "network namespace" in card["isolation"]
+    # An upload runs unprivileged (the command bots of the other tests keep root: their
+    # interpreter is in a virtual environment under /root).
+    assert "as uid 65534 (nobody)" in card["isolation"]
 
 
 def test_a_zip_upload_runs_from_its_unpacked_files(tmp_path: Path) -> None:
@@ -187,13 +191,18 @@ def test_a_bot_that_leaves_a_process_behind(tmp_path: Path) -> None:
     """The helper outlives the bot (it moved to a session of its own): item 6 names it, and
     the check kills it (item 7: nothing survives)."""
     require_isolation()
-    status, card = run_check(tmp_path, faulty("orphan"), "--only", "6,7")
+    # A duration of its own: other runs of this test on the machine have their own helpers.
+    seconds = f"300.{secrets.randbelow(10**6):06d}"
+    status, card = run_check(
+        tmp_path, f"{faulty('orphan')} --orphan-seconds {seconds}", "--only", "6,7"
+    )
     assert status == 1
     assert failed(card) == {"resources.processes-left"}
     left = next(item for item in card["items"] if item["key"] == "resources.processes-left")
     assert "sleep" in left["detail"]
     assert statuses(card)["robust.cleanup"] == "PASS"
-    assert not [pid for pid in Path("/proc").iterdir() if cmdline(pid) == b"sleep\x00317\x00"]
+    helper = f"sleep\x00{seconds}\x00".encode()
+    assert not [pid for pid in Path("/proc").iterdir() if cmdline(pid) == helper]
 
 
 def cmdline(process: Path) -> bytes:
