@@ -142,3 +142,38 @@ async def test_analyse_this_game_marks_the_moves_draws_the_graph_and_the_best_mo
         # A click on the graph jumps to that position.
         await browser.run(lambda: page.click("svg#graph", position={"x": 2, "y": 10}))
         await browser.run(lambda: page.wait_for_selector('svg#board[data-index="0"]'))
+
+
+async def test_play_from_here_starts_a_game_against_a_bot_from_the_position_shown(
+    running: Running, browser: BrowserThread, screenshot: Callable[[Any, str], None]
+) -> None:
+    states, _ = random_game(seed=9)
+    path = replay_file(running.viewer.settings.replay_dir, states)
+    with trio.fail_after(90):
+        page = await browser.new_page()
+        # No login: this viewer listens on loopback only (as the play page).
+        await browser.run(lambda: page.goto(f"{running.url}/replays#file={path.name}"))
+        await browser.run(lambda: page.click('#move-list tr[data-index="20"]'))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="20"]'))
+        await browser.run(lambda: page.select_option("#play-bot", "random"))
+        await browser.run(lambda: page.click("#play-here"))
+        start = states[20]
+        # The play page shows that very position, the person to move with the side to move.
+        await browser.run(
+            lambda: page.wait_for_selector(f'svg#board[data-turn="{start.turn}"][data-my-turn="1"]')
+        )
+        assert "/play#game=" in await browser.run(lambda: page.url)
+        assert await browser.run(lambda: dom_board(page)) == engine_board(start)
+        (game,) = running.viewer.humans.values()
+        assert game.team is start.current_team
+        # A move by clicks; the bot answers; the game goes on from there by the rules.
+        await browser.run(lambda: page.click("g.cell.selectable"))
+        await browser.run(lambda: page.click("g.cell.target"))
+        await browser.run(
+            lambda: page.wait_for_selector(
+                f'svg#board[data-turn="{start.turn + 2}"][data-my-turn="1"]'
+            )
+        )
+        assert game.state is not None and game.state.turn == start.turn + 2
+        assert await browser.run(lambda: dom_board(page)) == engine_board(game.state)
+        await browser.run(lambda: screenshot(page, "play-from-here"))

@@ -34,6 +34,7 @@ function show(i) {
   document.getElementById("turn-label").textContent = state.turn;
   document.getElementById("turn-max").textContent = replay.states[replay.states.length - 1].turn;
   document.getElementById("move").textContent = state.lastMove ? state.lastMove.text : "start";
+  document.getElementById("play-here").disabled = index === replay.states.length - 1 && !!replay.result;
   const atEnd = index === replay.states.length - 1;
   const result = document.getElementById("result");
   result.hidden = !(atEnd && replay.result);
@@ -175,6 +176,12 @@ document.getElementById("last").onclick = () => { stop(); show(replay.states.len
 document.getElementById("play").onclick = play;
 document.getElementById("flip").onclick = flip;
 document.getElementById("analyse").onclick = analyse;
+document.getElementById("play-here").onclick = async () => {
+  const failed = document.getElementById("play-here-error");
+  failed.textContent = "";
+  try { await Web.playFrom(replay.states[index], document.getElementById("play-bot").value); }
+  catch (failure) { failed.textContent = failure.message; }
+};
 document.getElementById("speed").onchange = () => { if (timer) { stop(); play(); } };
 document.getElementById("turn").onchange = (event) => { stop(); showTurn(Number(event.target.value)); };
 document.addEventListener("keydown", (event) => {
