@@ -419,10 +419,14 @@ async def sessions_after(target: Target) -> None:
 
 
 async def again_count(target: Target, until: int) -> None:
-    while target.tally.requests < until:
-        with contextlib.suppress(OSError, trio.BrokenResourceError, trio.TooSlowError):
-            await http(target.web_port, "GET", "/api/session")
-        target.tally.requests += 1
+    tally = target.tally
+    while tally.requests < until:
+        try:
+            answer = await http(target.web_port, "GET", "/api/session")
+            tally.answers[str(answer.status)] += 1
+        except (OSError, trio.BrokenResourceError, trio.TooSlowError):
+            tally.answers["connection error"] += 1
+        tally.requests += 1
 
 
 def sessions_integrity(target: Target) -> str:
@@ -577,7 +581,7 @@ def league_integrity(target: Target) -> str:
                 with contextlib.suppress(ValueError):
                     entry = json.loads(line)
                     line = str(entry.get("error") or entry.get("event"))
-                tally.notes["said"] = line[line.index("liga.toml:") :][:140]
+                tally.notes["said"] = line[line.rindex("liga.toml:") :][:140]
                 break
     return (
         f"{tally.requests} league pages, answers {dict(tally.answers)}: {tally.notes.get('said')!r}"

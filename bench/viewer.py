@@ -338,6 +338,8 @@ def main() -> None:
         # The players' clients measure the latency: they get the CPU first (the viewers stand
         # for browsers on other machines).
         os.nice(19)
+        with contextlib.suppress(AttributeError, OSError):  # and never preempt them on a wakeup
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
         trio.run(watch, arguments.watch, arguments.viewers)
         return
     options = ["--log-level", "warning", "--reservation-ttl", "0"]

@@ -25,8 +25,8 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import trio
@@ -47,6 +47,15 @@ class Isolation:
 
     cgroup: str | None  # "v1", "v2" or None
     netns: bool
+    uid: int | None = None  # the unprivileged user the bot runs as; None: as the check runs
+
+    def for_bot(self, command: Sequence[str]) -> Isolation:
+        """This isolation for a bot's command: as root the bot runs as `nobody` when that
+        user can reach its program (an upload's files are copied for it; a command from a
+        private folder, such as a virtual environment under /root, keeps root)."""
+        if os.geteuid() != 0 or not reachable_by_others(command):
+            return replace(self, uid=None)
+        return replace(self, uid=UNPRIVILEGED)
 
     def describe(self) -> str:
         parts = ["process"]
@@ -59,7 +68,33 @@ class Isolation:
         else:
             parts.append("NO network isolation (the bot connects to 127.0.0.1)")
         parts.append("fresh writable copy per run")
+        if self.uid is not None:
+            parts.append(f"as uid {self.uid} (nobody)")
+        elif os.geteuid() == 0:
+            parts.append("as root (the command's program is not reachable by an unprivileged user)")
         return ", ".join(parts)
+
+
+UNPRIVILEGED = 65534  # nobody
+
+
+def reachable_by_others(command: Sequence[str]) -> bool:
+    """Whether a user without privileges may run the command's program: an upload's own start
+    file (copied for it) always; another program when it and every folder above it are
+    world-executable."""
+    if command[0].startswith("./"):
+        return True
+    found = shutil.which(command[0])
+    if found is None:
+        return False
+    path = Path(os.path.realpath(found))
+    for part in [path, *path.parents]:
+        try:
+            if not part.stat().st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def detect() -> Isolation:
@@ -405,7 +440,11 @@ class JailLauncher:
             "rlimits": rlimits,
             "cpu": _one_cpu(),
             "token_variable": token_variable,
+            "uid": self.isolation.uid,
+            "gid": self.isolation.uid,
         }
+        if self.isolation.uid is not None:
+            _chown_tree(workdir, self.isolation.uid)
         argv = [sys.executable, "-m", "check.jail", json.dumps(config)]
         if netns:
             argv = ["unshare", "--net", "--mount", "--", *argv]
@@ -425,6 +464,13 @@ class JailLauncher:
         if self.on_start is not None:
             self.on_start(player)
         return player
+
+
+def _chown_tree(folder: Path, uid: int) -> None:
+    """Give the bot's fresh copy to the user it runs as (it must be able to write there)."""
+    os.chown(folder, uid, uid)
+    for path in folder.rglob("*"):
+        os.chown(path, uid, uid, follow_symlinks=False)
 
 
 _ETC: dict[str, Path] = {}

@@ -16,6 +16,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -79,9 +80,8 @@ class Context:
     log_dir: Path
     card: Card
     records: list[RunRecord] = field(default_factory=list)
-    verdicts: list[tuple[str, str, str]] = field(
-        default_factory=list
-    )  # (item key, verdict, detail)
+    # (item key, verdict, detail) of every fault seen, for item 7
+    verdicts: list[tuple[str, str, str]] = field(default_factory=list)
     started: bool = True  # whether any run got the bot to join
     running: list[JailPlayer | DockerPlayer] = field(default_factory=list)
     reaper: BotReaper | None = None
@@ -100,10 +100,21 @@ class Context:
         return DESCRIPTION if self.image is not None else self.isolation.describe()
 
     def add(
-        self, key: str, title: str, status: Status, detail: str = "", fix: str = "", **extra: object
+        self,
+        key: str,
+        title: str,
+        status: Status,
+        detail: str = "",
+        fix: str = "",
+        *,
+        figures: dict[str, Any] | None = None,
+        bot_bytes: str = "",
+        log_tail: str = "",
     ) -> Item:
+        """Add an item to the card, in the section its key names (`stress.x` -> 5)."""
         section = SECTIONS[key.split(".")[0]]
-        return self.card.add(Item(section, key, title, status, detail, fix, **extra))  # type: ignore[arg-type]
+        item = Item(section, key, title, status, detail, fix, figures or {}, bot_bytes, log_tail)
+        return self.card.add(item)
 
     def launcher(
         self,
@@ -171,7 +182,7 @@ async def check(options: Options) -> Card:
         return card
     if 1 in options.sections:
         card.items += items
-    isolation = detect()
+    isolation = detect().for_bot(source.command)
     image = None
     if options.mode != "process":
         why_not = await docker_mode_possible(source)

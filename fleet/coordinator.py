@@ -22,7 +22,6 @@ import trio
 
 from fleet import preflight
 from fleet.match import FleetStore, MatchEnd, play_match
-from fleet.postgres import retrying
 from fleet.queue import (
     HEARTBEAT_TIMEOUT_MS,
     declare_match_actor,
@@ -32,6 +31,7 @@ from fleet.queue import (
 from fleet.runs import RunState, RunStatus
 from fleet.stores import open_store
 from league.config import LeagueConfig
+from league.postgres import retrying
 from league.schedule import Match, build_schedule
 from league.standings import Standings, compute_standings
 from league.store import LeagueStore

@@ -23,10 +23,10 @@ from typing import TypeVar
 
 import trio
 
-from fleet.postgres import retrying
 from fleet.runs import MatchRun, Runs, RunStatus
-from fleet.stores import open_backend
+from league.backends import open_backend
 from league.config import LeagueConfig
+from league.postgres import retrying
 from league.run import AsyncStore, admin_session, default_mode, open_table, play_and_record
 from league.schedule import Match
 from league.store import LeagueStore, StaleAttemptError

@@ -23,6 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from league.backends import redact
 from league.config import BotKind, LeagueConfig, TeamSpec
 from league.store import Backend
 from protocol.events import GAME_TYPE
@@ -60,16 +61,6 @@ class FleetError(Exception):
 
 class LeagueMismatchError(FleetError):
     """This process's league file is not the league in the store."""
-
-
-def redact(url: str) -> str:
-    """`url` with its password replaced by `***` (for messages and logs)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    return parts._replace(netloc=f"{user}:***@{host}").geturl()
 
 
 def _check_netloc(url: str, what: str) -> None:

@@ -1,28 +1,13 @@
-"""Opening a league store by its address: `postgresql://…` (or `postgres://…`) for the shared
-store of a distributed league, anything else is the path of an SQLite file (one machine)."""
+"""The league store and the match runs of a distributed league on one backend (one connection),
+opened by the store's address (`league.backends.open_backend`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from fleet.runs import Runs
-from league.store import Backend, LeagueStore, SQLiteBackend
+from league.backends import open_backend
+from league.store import LeagueStore
 
-__all__ = ["is_postgres", "open_backend", "open_store"]
-
-
-def is_postgres(database: str) -> bool:
-    """Whether `database` names a PostgreSQL server."""
-    return database.startswith(("postgresql://", "postgres://"))
-
-
-def open_backend(database: str) -> Backend:
-    """A backend for `database` (see the module doc)."""
-    if is_postgres(database):
-        from fleet.postgres import PostgresBackend
-
-        return PostgresBackend(database)
-    return SQLiteBackend(Path(database))
+__all__ = ["open_store"]
 
 
 def open_store(database: str) -> tuple[LeagueStore, Runs]:

@@ -28,7 +28,7 @@ class AsyncStore:
 
     def attempt(self, operation: Callable[[], T]) -> T:
         """Run one store operation on the store's thread. A distributed worker's store
-        overrides it to wait for a restarting database server (fleet.postgres.retrying)."""
+        overrides it to wait for a restarting database server (league.postgres.retrying)."""
         return operation()
 
     def call_sync(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

@@ -1,7 +1,8 @@
 """The database under the league store (league.store): the small `Backend` interface every
-statement of the store goes through, and its SQLite backend (one file, WAL; also read-only,
-for a reader beside the league such as the web viewer). PostgreSQL, for a distributed league,
-is `fleet.postgres.PostgresBackend`; `fleet.stores.open_backend` picks one by the address."""
+statement of the store goes through, and its two backends, picked by the store's address
+(`open_backend`): SQLite (a file path; WAL; also read-only, for a reader beside the league such
+as the web viewer) and PostgreSQL (`postgresql://…`, for a distributed league:
+league.postgres, imported only then, as psycopg is an optional dependency)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
-__all__ = ["Backend", "SQLiteBackend", "StoreError", "Transaction"]
+__all__ = [
+    "Backend",
+    "SQLiteBackend",
+    "StoreError",
+    "Transaction",
+    "is_postgres",
+    "open_backend",
+    "redact",
+]
 
 
 class StoreError(Exception):
@@ -128,3 +138,28 @@ class SQLiteBackend:
     def close(self) -> None:
         """Close the connection."""
         self._connection.close()
+
+
+def is_postgres(database: str) -> bool:
+    """Whether the store address `database` names a PostgreSQL server (else an SQLite file)."""
+    return database.startswith(("postgresql://", "postgres://"))
+
+
+def open_backend(database: str) -> Backend:
+    """The backend of the store address `database`: `postgresql://…` (or `postgres://…`) for
+    the shared store of a distributed league, anything else the path of an SQLite file."""
+    if is_postgres(database):
+        from league.postgres import PostgresBackend
+
+        return PostgresBackend(database)
+    return SQLiteBackend(Path(database))
+
+
+def redact(url: str) -> str:
+    """`url` with its password replaced by `***` (for messages and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=f"{user}:***@{host}").geturl()

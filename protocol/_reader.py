@@ -354,6 +354,9 @@ class EndOfDocument:
 END_OF_DOCUMENT: Final = EndOfDocument()
 
 
+_ROOT = b"<protocol>"
+
+
 class _Prolog:
     """Incremental check of the bytes before the root start tag.
 
@@ -434,7 +437,9 @@ class PacketReader:
         self._slice = max(1, min(_MAX_SLICE, limits.max_packet_bytes))
         self._incoming: deque[bytes | memoryview] = deque()
         self._prolog: _Prolog | None = _Prolog()
-        self._parser: etree.XMLPullParser | None = None
+        self._parser: etree.XMLPullParser | None = None  # made once more than <protocol> came
+        self._unparsed = bytearray()  # bytes for the parser until it is made
+        self._root_at = 0  # where the root start tag begins in them
         self._depth = 0
         self._namespaced = False  # an element of the current packet has a namespace
         self._root: etree._Element | None = None
@@ -495,9 +500,8 @@ class PacketReader:
 
     def _consume(self, chunk: bytes) -> None:
         root_at = 0  # where the root start tag begins in chunk
-        if self._parser is None:
-            prolog = self._prolog
-            assert prolog is not None
+        prolog = self._prolog
+        if prolog is not None:
             if not prolog.feed(chunk):
                 if len(prolog.buffer) > self._limits.max_packet_bytes:
                     raise RemoteProtocolError(
@@ -507,18 +511,8 @@ class PacketReader:
             chunk = bytes(prolog.buffer)
             root_at = prolog.root_at
             self._prolog = None
-            self._parser = etree.XMLPullParser(
-                events=("start", "end"),
-                # Safe only because the prolog check refuses every DOCTYPE: no entity
-                # can be declared, and an undefined one must be an error rather than
-                # libxml2 silently stalling the stream (which it does with False).
-                resolve_entities=True,
-                load_dtd=False,
-                no_network=True,
-                huge_tree=False,
-                remove_comments=True,
-                remove_pis=True,
-            )
+            self._root_at = root_at
+            self._unparsed = bytearray()
         forbidden = None
         if len(chunk.translate(None, _FORBIDDEN_BYTES)) != len(chunk):
             forbidden = _FORBIDDEN.search(chunk)
@@ -531,13 +525,38 @@ class PacketReader:
             cut = usable
         # Packets completed before an error still count, as after any other broken XML;
         # libxml2's own errors in the same bytes come first.
-        self._feed(chunk[:cut])
+        self._feed(chunk[:cut], force=error is not None)
         if error is not None and not self._document_ended:
             raise error
 
-    def _feed(self, chunk: bytes) -> None:
+    def _new_parser(self) -> etree.XMLPullParser:
+        return etree.XMLPullParser(
+            events=("start", "end"),
+            # Safe only because the prolog check refuses every DOCTYPE: no entity
+            # can be declared, and an undefined one must be an error rather than
+            # libxml2 silently stalling the stream (which it does with False).
+            resolve_entities=True,
+            load_dtd=False,
+            no_network=True,
+            huge_tree=False,
+            remove_comments=True,
+            remove_pis=True,
+        )
+
+    def _feed(self, chunk: bytes, *, force: bool = False) -> None:
         parser = self._parser
-        assert parser is not None
+        if parser is None:
+            # libxml2's parser costs about 8 KiB: a connection that said only <protocol>
+            # (idle, or a bot not joined yet) does not get one until it sends more.
+            unparsed = self._unparsed
+            unparsed += chunk
+            rest = bytes(unparsed[self._root_at :])
+            start = rest.rstrip()
+            if not force and (start == _ROOT or (start == rest and _ROOT.startswith(rest))):
+                return
+            chunk = bytes(unparsed)
+            self._unparsed = bytearray()
+            parser = self._parser = self._new_parser()
         try:
             parser.feed(chunk)
         except etree.XMLSyntaxError as error:

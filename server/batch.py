@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import structlog
+
+log = structlog.get_logger("server.batch")
+
 
 class Corked(Protocol):
     """A connection holding back what it was sent during the batch."""
@@ -47,4 +51,7 @@ class SendBatch:
             return
         held, self._held = self._held, []
         for connection in held:
-            connection.flush()
+            try:
+                connection.flush()
+            except Exception:  # a bug of one connection must not keep the others' messages
+                log.exception("flushing a connection failed", connection=repr(connection))

@@ -113,6 +113,8 @@ class Connection:
         # is queued, `send` writes straight to the socket: no task switch per message.
         self._backlog = 0
         self._queued_bytes = 0
+        self._nursery: trio.Nursery | None = None  # run()'s, for the writer task
+        self._writer_started = False
         # What the lobby sent during the handler now running (server/batch.py), or None.
         self._corked: list[tuple[bytes, Callable[[float], None] | None]] | None = None
 
@@ -193,6 +195,12 @@ class Connection:
             return
         self._backlog += count
         self._queued_bytes += len(data)
+        self._start_writer()
+
+    def _start_writer(self) -> None:
+        if not self._writer_started and self._nursery is not None:
+            self._writer_started = True
+            self._nursery.start_soon(self._write_loop)
 
     def close(self) -> None:
         """End the connection from the server side, after what is queued went out."""
@@ -218,7 +226,11 @@ class Connection:
         self._lobby.connect(self)
         try:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._write_loop)
+                # The writer task starts with the first write the socket does not take at once
+                # (a task costs ~5 KiB: most connections, idle ones above all, never need it).
+                self._nursery = nursery
+                if self._backlog:
+                    self._start_writer()
                 cause = DisconnectCause.UNKNOWN
                 with self._read_scope:
                     cause = await self._read_loop()
@@ -232,6 +244,7 @@ class Connection:
                         await self._lobby.wait_for_held_answers(self)
                 self._leave_lobby(cause)
                 self._outbox_in.close()
+                self._start_writer()  # it writes what is queued, then "</protocol>"
                 self._write_scope.deadline = min(
                     self._write_scope.deadline, trio.current_time() + CLOSE_GRACE
                 )

@@ -50,7 +50,8 @@ FEED_BUFFER = 20_000
 # server's share; not SCHED_IDLE, which starves the pages on a machine busy with bots).
 NICENESS = 10
 START_TIMEOUT = 30.0
-RESTART_DELAY = 1.0
+RESTART_DELAY = 0.5
+MAX_RESTART_DELAY = 60.0
 STOP_TIMEOUT = 3.0
 _HEADER = struct.Struct(">I")
 _FIELDS = tuple(FieldState)
@@ -136,6 +137,7 @@ class PipeFeed:
     """The lobby's `ObserverFeed`: each call is one O(1) put (see module docstring)."""
 
     def __init__(self, buffer: int = FEED_BUFFER) -> None:
+        self.buffer = buffer
         self.send, self.receive = trio.open_memory_channel[Event](buffer)
         self.journal = Journal()
         self.dropped = 0
@@ -146,7 +148,7 @@ class PipeFeed:
             self.send.send_nowait(event)
         except trio.WouldBlock:
             if self.dropped == 0:
-                log.warning("web viewer behind: dropping feed events", buffer=FEED_BUFFER)
+                log.warning("web viewer behind: dropping feed events", buffer=self.buffer)
             self.dropped += 1
 
     def room_opened(self, room_id: str, *, paused: bool, prepared: bool) -> None:
@@ -167,10 +169,12 @@ class PipeFeed:
 class WebProcess:
     """The web viewer as a `server.feed.Companion` in a child process (module docstring)."""
 
-    def __init__(self, settings: Settings, *, port: int | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, port: int | None = None, feed_buffer: int = FEED_BUFFER
+    ) -> None:
         self.settings = settings
         self.port = port if port is not None else settings.web_port
-        self._feed = PipeFeed()
+        self._feed = PipeFeed(feed_buffer)
         self.url = ""
         self.starts = 0  # viewer processes started
         self.process: trio.Process | None = None
@@ -188,9 +192,12 @@ class WebProcess:
     async def run(
         self, game_port: int, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
-        """Keep a viewer process running until cancelled."""
+        """Keep a viewer process running until cancelled (started again after a crash, the
+        delay doubling up to MAX_RESTART_DELAY while it keeps failing soon)."""
         started = False
+        delay = RESTART_DELAY
         while True:
+            began = trio.current_time()
             try:
                 await self._run_once(game_port, task_status if not started else None)
             except _StartFailed as failure:
@@ -198,7 +205,11 @@ class WebProcess:
                     raise OSError(failure.errno, failure.text) from None
                 log.error("web viewer could not start again", error=failure.text)
             started = True
-            await trio.sleep(RESTART_DELAY)
+            lasted = trio.current_time() - began
+            delay = (
+                RESTART_DELAY if lasted > MAX_RESTART_DELAY else min(2 * delay, MAX_RESTART_DELAY)
+            )
+            await trio.sleep(delay)
 
     async def _run_once(self, game_port: int, task_status: trio.TaskStatus[None] | None) -> None:
         process = await trio.lowlevel.open_process(
@@ -361,6 +372,10 @@ def _os_error(error: BaseException) -> OSError | None:
 def main() -> None:
     """`python -m web.process`: the child (started by `WebProcess`, never by hand)."""
     os.nice(NICENESS)
+    # SCHED_BATCH: the viewer's wakeups never preempt another task (the game server), yet it
+    # keeps its fair share of the CPU (SCHED_IDLE would starve it on a machine busy with bots).
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     # The server stops the viewer by closing its input; a Ctrl-C reaches both processes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The control pipes are stdin and stdout; print() and friends go to stderr instead.

@@ -127,7 +127,8 @@ class ReplayRoutes:
         return await respond(data)
 
 
-_parsers = trio.Semaphore(PARSERS)
+# One for the whole viewer: uploads, replay files and league records share the PARSERS slots.
+parser_slots = trio.Semaphore(PARSERS)
 
 
 async def respond(data: bytes, *, quote: bool = True, name: str = "") -> Response:
@@ -135,7 +136,7 @@ async def respond(data: bytes, *, quote: bool = True, name: str = "") -> Respons
     with the parser's words, which may quote the data; else only in the log), 503 when
     PARSERS parse already."""
     try:
-        _parsers.acquire_nowait()
+        parser_slots.acquire_nowait()
     except trio.WouldBlock:
         return error(503, "the server is parsing other replays: try again in a moment")
     try:
@@ -145,7 +146,7 @@ async def respond(data: bytes, *, quote: bool = True, name: str = "") -> Respons
     except (RemoteProtocolError, ValueError, zlib.error) as failure:
         return _refused("not a replay file", failure, quote, name)
     finally:
-        _parsers.release()
+        parser_slots.release()
     return Response(body, media_type="application/json")
 
 

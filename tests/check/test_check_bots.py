@@ -38,6 +38,9 @@ def test_the_shell_bot_is_ready_in_every_argument_form_and_stress_case(tmp_path:
     assert found["run.network"] == "PASS"
     assert found["stress.one-segment"] == found["stress.split-utf8"] == "PASS"
     assert "network namespace" in card["isolation"]
+    # An upload runs unprivileged (the command bots of the other tests keep root: their
+    # interpreter is in a virtual environment under /root).
+    assert "as uid 65534 (nobody)" in card["isolation"]
 
 
 def test_a_zip_upload_runs_from_its_unpacked_files(tmp_path: Path) -> None:

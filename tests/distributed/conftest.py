@@ -141,7 +141,7 @@ def start_worker(tmp_path: Path) -> Iterator[StartWorker]:
             "--name",
             name,
             "--log-dir",
-            str(tmp_path / f"{name}-logs"),
+            str(tmp_path / "{name}-logs"),  # the worker fills in its name
             "--poll",
             "0.2",
         ]

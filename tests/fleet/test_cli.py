@@ -86,10 +86,10 @@ def test_the_database_from_the_environment_or_a_secret_file(
 def test_an_unreachable_postgres_is_an_error_message_not_a_traceback(
     league: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import fleet.postgres
+    from league import postgres
 
-    monkeypatch.setattr(fleet.postgres, "RECONNECT_FOR", 0.0)
-    monkeypatch.setattr(fleet.postgres, "CONNECT_TIMEOUT", 1)
+    monkeypatch.setattr(postgres, "RECONNECT_FOR", 0.0)
+    monkeypatch.setattr(postgres, "CONNECT_TIMEOUT", 1)
     # Port 1 on loopback: nothing listens, the connection is refused at once.
     dsn = "postgresql://nobody@127.0.0.1:1/league"
     assert main(["status", str(league), "--database", dsn]) == 2

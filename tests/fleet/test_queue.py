@@ -8,7 +8,6 @@ import math
 import psycopg
 import pytest
 
-from fleet.postgres import is_connection_error, retrying, to_pyformat
 from fleet.queue import (
     HEARTBEAT_TIMEOUT_MS,
     MAX_RETRIES,
@@ -16,6 +15,7 @@ from fleet.queue import (
     declare_match_actor,
     make_broker,
 )
+from league.postgres import is_connection_error, retrying, to_pyformat
 
 
 def test_the_broker_finds_dead_workers_in_seconds_and_the_actor_never_times_out() -> None:
@@ -87,7 +87,7 @@ def test_a_dead_worker_s_match_and_a_match_given_back_go_to_the_front_of_the_que
 
 
 def test_refused_logins_are_permanent_an_unreachable_server_is_transient() -> None:
-    from fleet.postgres import is_permanent
+    from league.postgres import is_permanent
 
     def failed(cause: str) -> psycopg.OperationalError:
         return psycopg.OperationalError(

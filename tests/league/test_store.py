@@ -58,7 +58,7 @@ def open_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[],
     if request.param == "sqlite":
         path = tmp_path / "league.sqlite"
         return lambda: SQLiteBackend(path)
-    from fleet.postgres import PostgresBackend
+    from league.postgres import PostgresBackend
 
     dsn: str = request.getfixturevalue("postgres_dsn")
     return lambda: PostgresBackend(dsn)

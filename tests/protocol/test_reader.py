@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import GameState
-from protocol import ServerConnection
+from protocol import NEED_DATA, ServerConnection
 from protocol._reader import _PACKET_LEVELS, _ROOT_TOKEN, _Framing
 from protocol.errors import RemoteProtocolError
 from protocol.messages import Memento
@@ -180,3 +180,29 @@ def test_fast_path_leaves_an_unfinished_packet_to_the_tag_by_tag_scan() -> None:
     assert framing._depth > 1 and framing._packet_start == 10 + len(MOVE) - 1
     assert framing.feed(MEMENTO[700:]) == (len(MEMENTO) - 700, None)
     assert framing._depth == 1 and not framing._buffer
+
+
+def test_the_xml_parser_is_made_only_once_more_than_protocol_came() -> None:
+    # An idle connection (only "<protocol>") holds no libxml2 parser (about 8 KiB each);
+    # what follows, in any cut, is read as before.
+    from protocol.events import Join
+
+    connection = ServerConnection()
+    for part in (b"<?xml version='1.0'?>\n", b"<proto", b"col>", b"\n  "):
+        connection.receive_data(part)
+        assert connection.next_event() is NEED_DATA
+    assert connection._reader._parser is None
+    connection.receive_data(b"<jo")
+    assert connection.next_event() is NEED_DATA
+    assert connection._reader._parser is not None
+    connection.receive_data(b'in gameType="swc_2026_piranhas"/>')
+    assert connection.next_event() == Join("swc_2026_piranhas")
+    # A broken root start tag is still refused at once.
+    broken = ServerConnection()
+    broken.receive_data(b"<protocol a=>")
+    try:
+        broken.next_event()
+    except RemoteProtocolError:
+        pass
+    else:
+        raise AssertionError("a broken root start tag must be refused")

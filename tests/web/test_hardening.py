@@ -268,7 +268,7 @@ async def test_a_gzip_bomb_costs_bounded_work_and_parsers_are_capped(
         assert status == 400 and "uncompressed" in body["error"]
         assert time.monotonic() - started < 2
         # Parsers at once are capped: beyond the cap an upload is refused at once.
-        monkeypatch.setattr(web_replays, "_parsers", trio.Semaphore(1))
+        monkeypatch.setattr(web_replays, "parser_slots", trio.Semaphore(1))
         real = web_replays.replay_json
 
         def slow(data: bytes) -> str:

@@ -18,7 +18,7 @@ import trio
 from engine import GameResult, GameState, Team
 from protocol import GAME_TYPE
 from protocol.events import Prepare, SlotDescriptor
-from protocol.messages import Left, Memento, Paused, ResultMessage
+from protocol.messages import Left, Memento, Paused, ResultMessage, RoomError
 from server.app import serve
 from server.config import Settings
 from server.feed import RoomPlayer
@@ -176,3 +176,41 @@ async def test_the_viewer_process_asks_the_servers_login_gate(
         reply = await admin_request(port, "secret-pw", [])
         assert any("Too many failed logins" in text for text in reply.errors)
     stop.set()
+
+
+async def test_a_stopped_viewer_process_never_slows_a_game(
+    settings: Settings, nursery: trio.Nursery
+) -> None:
+    companion = WebProcess(settings, port=0, feed_buffer=20)
+    stop = trio.Event()
+
+    async def run(task_status: trio.TaskStatus[int]) -> None:
+        await serve(
+            settings, task_status=task_status, stop=stop, handle_signals=False, companion=companion
+        )
+
+    port = await nursery.start(run)
+    assert companion.process is not None
+    os.kill(companion.process.pid, signal.SIGSTOP)  # a viewer that takes nothing any more
+    try:
+        with trio.fail_after(30):
+            # More than the pipe holds: from now on the feed's buffer is full.
+            for _ in range(3000):
+                companion.feed.observe(RoomError("elsewhere", "x" * 100, None))  # type: ignore[arg-type]
+                await trio.sleep(0)
+            slots = (SlotDescriptor("A", True, True), SlotDescriptor("B", True, True))
+            reply = await admin_request(port, "secret-pw", [Prepare(GAME_TYPE, False, slots)])
+            results: list[GameResult | None] = []
+            async with trio.open_nursery() as players:
+                for seed, code in enumerate(reply.prepared[0].reservations):
+
+                    async def play(code: str = code, seed: int = seed) -> None:
+                        results.append(await random_bot(port, reservation=code, seed=seed))
+
+                    players.start_soon(play)
+        # The whole game was played; what the viewer could not take was dropped.
+        assert len(results) == 2 and all(result is not None for result in results)
+        assert companion.feed.dropped > 0
+    finally:
+        os.kill(companion.process.pid, signal.SIGCONT)
+        stop.set()

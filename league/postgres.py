@@ -25,8 +25,7 @@ from typing import Any, TypeVar
 import psycopg
 import structlog
 
-from fleet.preflight import redact
-from league.store import StoreError
+from league.backends import StoreError, redact
 
 __all__ = [
     "PostgresBackend",
@@ -36,7 +35,7 @@ __all__ = [
     "to_pyformat",
 ]
 
-log = structlog.get_logger("fleet.postgres")
+log = structlog.get_logger("league.postgres")
 
 T = TypeVar("T")
 
