@@ -57,8 +57,8 @@ def move_loss(best: int, played: int, previous: tuple[int, int | None] | None) -
     """The win probability a move gave away: P(best) − P(played) at the deepest completed
     depth, averaged with the same difference one depth shallower when there is one. A
     search of odd depth ends on the mover's ply and one of even depth on the opponent's;
-    each misjudges some moves, the mean of two neighbouring depths much fewer (bench/
-    analysis.py: 83 % of the marks equal to an analysis at 8× the nodes, 62 % without)."""
+    each misjudges some moves, the mean of two neighbouring depths fewer (on two test games,
+    83 % of the marks equal to an analysis at 8× the nodes, 70 % without: docs/analysis.md)."""
     loss = max(0.0, win_probability(best) - win_probability(played))
     if previous is not None and previous[1] is not None:
         shallower = max(0.0, win_probability(previous[0]) - win_probability(previous[1]))
