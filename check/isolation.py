@@ -16,6 +16,7 @@ bots only through it (or through sandbox.ContainerLauncher in Docker mode).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -477,9 +478,14 @@ _ETC: dict[str, Path] = {}
 
 
 def _etc_file(name: str, content: str) -> Path:
-    """The hosts file and resolv.conf mounted over the real ones in the bot's namespace."""
+    """The hosts file and resolv.conf mounted over the real ones in the bot's namespace: one
+    folder per check process, removed when it exits."""
     if name not in _ETC:
-        folder = Path(tempfile.mkdtemp(prefix="piranhas-check-etc-"))
+        if not _ETC:
+            folder = Path(tempfile.mkdtemp(prefix="piranhas-check-etc-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        else:
+            folder = next(iter(_ETC.values())).parent
         (folder / name).write_text(content)
         _ETC[name] = folder / name
     return _ETC[name]

@@ -24,12 +24,11 @@ from typing import TypeVar
 import trio
 
 from fleet.runs import MatchRun, Runs, RunStatus
-from league.backends import open_backend
 from league.config import LeagueConfig
 from league.postgres import retrying
 from league.run import AsyncStore, admin_session, default_mode, open_table, play_and_record
 from league.schedule import Match
-from league.store import LeagueStore, StaleAttemptError
+from league.store import LeagueStore, StaleAttemptError, open_backend
 
 __all__ = ["FleetStore", "MatchEnd", "play_match", "worker_config"]
 

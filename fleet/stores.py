@@ -1,11 +1,10 @@
 """The league store and the match runs of a distributed league on one backend (one connection),
-opened by the store's address (`league.backends.open_backend`)."""
+opened by the store's address (`league.store.open_backend`)."""
 
 from __future__ import annotations
 
 from fleet.runs import Runs
-from league.backends import open_backend
-from league.store import LeagueStore
+from league.store import LeagueStore, open_backend
 
 __all__ = ["open_store"]
 

@@ -1,8 +1,7 @@
 """The database under the league store (league.store): the small `Backend` interface every
-statement of the store goes through, and its two backends, picked by the store's address
-(`open_backend`): SQLite (a file path; WAL; also read-only, for a reader beside the league such
-as the web viewer) and PostgreSQL (`postgresql://…`, for a distributed league:
-league.postgres, imported only then, as psycopg is an optional dependency)."""
+statement of the store goes through, and its SQLite backend (a file; WAL; also read-only, for a
+reader beside the league such as the web viewer). The PostgreSQL backend, for a distributed
+league, is league.postgres; `league.store.open_backend` picks one by the store's address."""
 
 from __future__ import annotations
 
@@ -19,8 +18,6 @@ __all__ = [
     "SQLiteBackend",
     "StoreError",
     "Transaction",
-    "is_postgres",
-    "open_backend",
     "redact",
 ]
 
@@ -138,21 +135,6 @@ class SQLiteBackend:
     def close(self) -> None:
         """Close the connection."""
         self._connection.close()
-
-
-def is_postgres(database: str) -> bool:
-    """Whether the store address `database` names a PostgreSQL server (else an SQLite file)."""
-    return database.startswith(("postgresql://", "postgres://"))
-
-
-def open_backend(database: str) -> Backend:
-    """The backend of the store address `database`: `postgresql://…` (or `postgres://…`) for
-    the shared store of a distributed league, anything else the path of an SQLite file."""
-    if is_postgres(database):
-        from league.postgres import PostgresBackend
-
-        return PostgresBackend(database)
-    return SQLiteBackend(Path(database))
 
 
 def redact(url: str) -> str:

@@ -54,6 +54,8 @@ __all__ = [
     "StoredGame",
     "Transaction",
     "abandon_attempt",
+    "is_postgres",
+    "open_backend",
     "start_attempt",
 ]
 
@@ -203,6 +205,22 @@ def abandon_attempt(tx: Transaction, claim: Claim, now: int) -> bool:
             (now, claim.match_id, claim.number, claim.attempt),
         )
     return changed == 1
+
+
+def is_postgres(database: str) -> bool:
+    """Whether the store address `database` names a PostgreSQL server (else an SQLite file)."""
+    return database.startswith(("postgresql://", "postgres://"))
+
+
+def open_backend(database: str) -> Backend:
+    """The backend of the store address `database`: `postgresql://…` (or `postgres://…`) for
+    the shared store of a distributed league, anything else the path of an SQLite file."""
+    if is_postgres(database):
+        # Only then: psycopg is an optional dependency (the `distributed` extra).
+        from league.postgres import PostgresBackend
+
+        return PostgresBackend(database)
+    return SQLiteBackend(Path(database))
 
 
 class LeagueStore:

@@ -5,6 +5,7 @@ fault. Kept short for the default run: each test asks only for the items it is a
 
 from __future__ import annotations
 
+import secrets
 import sys
 from pathlib import Path
 
@@ -190,13 +191,18 @@ def test_a_bot_that_leaves_a_process_behind(tmp_path: Path) -> None:
     """The helper outlives the bot (it moved to a session of its own): item 6 names it, and
     the check kills it (item 7: nothing survives)."""
     require_isolation()
-    status, card = run_check(tmp_path, faulty("orphan"), "--only", "6,7")
+    # A duration of its own: other runs of this test on the machine have their own helpers.
+    seconds = f"300.{secrets.randbelow(10**6):06d}"
+    status, card = run_check(
+        tmp_path, f"{faulty('orphan')} --orphan-seconds {seconds}", "--only", "6,7"
+    )
     assert status == 1
     assert failed(card) == {"resources.processes-left"}
     left = next(item for item in card["items"] if item["key"] == "resources.processes-left")
     assert "sleep" in left["detail"]
     assert statuses(card)["robust.cleanup"] == "PASS"
-    assert not [pid for pid in Path("/proc").iterdir() if cmdline(pid) == b"sleep\x00317\x00"]
+    helper = f"sleep\x00{seconds}\x00".encode()
+    assert not [pid for pid in Path("/proc").iterdir() if cmdline(pid) == helper]
 
 
 def cmdline(process: Path) -> bytes:

@@ -44,6 +44,7 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("-p", "--port", type=int, default=13050)
     parser.add_argument("-r", "--reservation", default=None)
     parser.add_argument("--fault", default="none")
+    parser.add_argument("--orphan-seconds", default="317", help="the helper's sleep")
     return parser.parse_args()
 
 
@@ -73,7 +74,7 @@ def main() -> int:
             print(f"cannot download the opening book from pypi.org: {error}", flush=True)
             return 1
     if fault == "orphan":
-        subprocess.Popen(["sleep", "317"], start_new_session=True)
+        subprocess.Popen(["sleep", options.orphan_seconds], start_new_session=True)
     sock = socket.create_connection((options.host, options.port))
     if options.reservation:
         sock.sendall(f'<protocol><joinPrepared reservationCode="{options.reservation}"/>'.encode())
