@@ -681,16 +681,18 @@ async def run_web_scenario(name: str, args: argparse.Namespace) -> dict[str, obj
         rss = memory_mb(server.pid)
         web_rss = max((memory_mb(pid) for pid in viewers), default=0.0)
         await trio.sleep(3)  # the attackers are gone: is the memory given back?
+        # A viewer in the server's own process (older versions): the server's memory.
         target.tally.notes["web_rss_after_mb"] = round(
-            max((memory_mb(pid, "VmRSS") for pid in viewers), default=0.0)
+            max(memory_mb(pid, "VmRSS") for pid in viewers or [server.pid])
         )
         target.tally.notes["tracebacks"] = tracebacks(log)
         result: dict[str, object] = json.loads(probe.stdout)
+        if viewers:
+            result["web_rss_mb"] = round(web_rss)
         result.update(
             attack=name,
             connections=scenario.connections,
             rss_mb=round(rss),
-            web_rss_mb=round(web_rss),
             cpu=round(cpu, 2),
             integrity=scenario.integrity(target),
             tracebacks=target.tally.notes["tracebacks"],

@@ -14,6 +14,14 @@ for (const [id, path, body] of [["pause", "pause", { pause: true }], ["resume", 
     catch (error) { message.textContent = error.message; }
   });
 }
+document.getElementById("play-here").addEventListener("click", async () => {
+  const failed = document.getElementById("play-here-error");
+  failed.textContent = "";
+  try {
+    if (!game || !game.state) throw new Error("no position yet");
+    await Web.playFrom(game.state, document.getElementById("play-bot").value);
+  } catch (failure) { failed.textContent = failure.message; }
+});
 function bar(ms) {
   const share = Math.min(1, ms / limitMs);
   const span = Web.el("span", { class: ms > limitMs ? "over" : ms > limitMs / 2 ? "slow" : "", style: "width:" + (share * 100).toFixed(1) + "%" });
