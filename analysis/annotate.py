@@ -89,6 +89,8 @@ def annotate(data: bytes, analysis: GameAnalysis) -> bytes:
         if move.mark is not None:
             element.set("mark", move.mark)
         element.set("depth", str(move.depth))
+        if move.previous is not None and move.previous[1] is not None:
+            element.set("shallower", f"{move.previous[0]} {move.previous[1]}")
         best = etree.SubElement(element, "best")
         best.set("x", str(move.best.x))
         best.set("y", str(move.best.y))
@@ -161,7 +163,17 @@ def read_annotation(data: bytes) -> Annotation | None:
         if start is None or direction_text not in Direction.__members__:
             raise AnnotationError(f"line {block.sourceline}: a <move> without its move")
         played = Move(_int(start, "x"), _int(start, "y"), Direction[direction_text])
+        previous = None
+        shallower = (element.get("shallower") or "").split()
+        if shallower:
+            try:
+                previous = (int(shallower[0]), int(shallower[1]))
+            except (ValueError, IndexError):
+                raise AnnotationError(
+                    f"line {element.sourceline}: shallower must be two integers"
+                ) from None
         answer = RootAnalysis(
+            previous=previous,
             depth=_int(element, "depth"),
             nodes=0,
             best=Move(_int(best, "x"), _int(best, "y"), direction),
@@ -221,10 +233,11 @@ def check(data: bytes, label: str, *, recompute: bool = False) -> list[Discrepan
         with Analyser(annotation.settings) as analyser:
             again = analyser.analyse(game)
         for number, (written, new) in enumerate(zip(answers, again.moves, strict=True), 1):
-            if (written.best, written.best_score, written.played_score) != (
+            if (written.best, written.best_score, written.played_score, written.previous) != (
                 new.best,
                 new.eval_best,
                 new.eval_played,
+                new.previous,
             ):
                 report(
                     f"analysis of move {number}",

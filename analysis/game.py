@@ -19,9 +19,9 @@ from bots.search import RootAnalysis, SearchBot
 from engine import FieldState, GameState, Move, Team
 
 DEFAULT_NODES = 12_000
-"""Nodes per position by default: a 60-move game in about 20 s on one core (bench/analysis.py
-measured it; docs/analysis.md has the figures and how often the marks agree with 8× the
-nodes)."""
+"""Nodes per position by default: a 60-move game in 19.6 s in one process at load 4
+(bench/analysis.py; docs/analysis.md has the figures and how often the marks agree with 8×
+the nodes)."""
 MAX_NODES = 10_000_000
 MAX_DEPTH = 60
 FORMAT = "piranhas-analysis"
@@ -96,6 +96,7 @@ class MoveAnalysis:
     depth: int
     nodes: int
     win_one: float  # ONE's win probability before the move (the advantage graph)
+    previous: tuple[int, int | None] | None = None  # (best, played) one depth shallower
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,7 @@ def _move_json(move: MoveAnalysis) -> dict[str, Any]:
         "only_move": move.only_move,
         "depth": move.depth,
         "nodes": move.nodes,
+        "previous": None if move.previous is None else list(move.previous),
         "win_one": round(move.win_one, 4),
     }
 
@@ -322,7 +324,9 @@ def summarise(
         assert result.played_score is not None
         win_best = model.win_probability(result.best_score)
         win_played = model.win_probability(result.played_score)
-        loss = max(0.0, win_best - win_played) if played != result.best else 0.0
+        loss = model.move_loss(result.best_score, result.played_score, result.previous)
+        if played == result.best:
+            loss = 0.0  # the deepest iteration's best move is never marked
         only = bool(result.only_move) and played == result.best
         win_one = win_best if side is Team.ONE else 1.0 - win_best
         if moves:
@@ -351,6 +355,7 @@ def summarise(
                 depth=result.depth,
                 nodes=result.nodes,
                 win_one=win_one,
+                previous=result.previous,
             )
         )
     final = states[len(results)]

@@ -238,9 +238,7 @@ def score(position: Position, answer: Move | None, settings: Settings) -> Verdic
     assert result.played_score is not None
     if answer == result.best:
         return Verdict(position, answer, "best", 0.0)
-    loss = max(
-        0.0, model.win_probability(result.best_score) - model.win_probability(result.played_score)
-    )
+    loss = model.move_loss(result.best_score, result.played_score, result.previous)
     return Verdict(position, answer, "acceptable" if loss < model.MISTAKE else "mistake", loss)
 
 

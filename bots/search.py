@@ -82,6 +82,7 @@ class RootAnalysis:
     played: Move | None
     played_score: int | None
     only_move: bool | None
+    previous: tuple[int, int | None] | None = None  # (best, played) one iteration earlier
 
     def with_only_move(self, only: bool) -> RootAnalysis:
         """This analysis with the only-move check's answer."""
@@ -176,10 +177,13 @@ class SearchBot:
         best_move = moves[0]
         best_score = played_score = 0
         completed = 0
+        previous: tuple[int, int | None] | None = None
         if len(root) > 1:
             try:
                 for depth in range(1, self._deepest(state) + 1):
                     iteration = self._root_iteration(root, scores, depth, played)
+                    if completed:
+                        previous = (best_score, played_score if played is not None else None)
                     completed = depth
                     best_move, best_score = iteration
                     if played is not None:
@@ -209,6 +213,7 @@ class SearchBot:
             played,
             played_score if played is not None else None,
             None,
+            previous,
         )
 
     def only_move(self, state: GameState, result: RootAnalysis, below: int) -> bool:

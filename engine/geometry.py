@@ -38,12 +38,12 @@ _AXIS_OF = {
 # halves never overlap.
 
 # Per field: the four line masks (see _AXIS_OF), then per direction in enum order the check
-# masks indexed by distance, then the eight Move objects in enum order.
+# masks indexed by distance. The eight Move objects live in a table of their own: the move
+# generator appends only the legal few, so unpacking all eight per fish is wasted work.
 FieldTable = tuple[
     int, int, int, int,
     tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
     tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
-    Move, Move, Move, Move, Move, Move, Move, Move,
 ]  # fmt: skip
 
 
@@ -61,8 +61,10 @@ class Geometry:
     coords: dict[int, tuple[int, int]]
     # lines[bit] = the four line masks (see _AXIS_OF) through that field.
     lines: dict[int, tuple[int, int, int, int]]
-    # tables[bit] = the FieldTable of that field (None for guard bits).
-    tables: list[FieldTable | None]
+    # tables[1 << bit] = the FieldTable of that field, moves[1 << bit] its eight Moves in enum
+    # order; keyed by the field's mask, which the generator has in hand (no bit_length()).
+    tables: dict[int, FieldTable]
+    moves: dict[int, tuple[Move, ...]]
     # checks[bit][direction index][distance] = the check mask (see target_shift).
     checks: dict[int, tuple[tuple[int, ...], ...]]
     # axes[direction index] = which of the four lines that direction moves along.
@@ -98,7 +100,8 @@ def geometry(width: int, height: int) -> Geometry:
 
     longest_line = max(width, height)
     lines: dict[int, tuple[int, int, int, int]] = {}
-    tables: list[FieldTable | None] = [None] * (height * stride)
+    tables: dict[int, FieldTable] = {}
+    moves: dict[int, tuple[Move, ...]] = {}
     all_checks: dict[int, tuple[tuple[int, ...], ...]] = {}
     rays: dict[int, tuple[tuple[int, ...], ...]] = {}
     for index, (x, y) in coords.items():
@@ -120,8 +123,8 @@ def geometry(width: int, height: int) -> Geometry:
                 jumped |= target
             checks.append(tuple(by_distance))
         all_checks[index] = tuple(checks)
-        moves = [Move(x, y, direction) for direction in DIRECTIONS]
-        tables[index] = (*lines[index], *checks, *moves)  # type: ignore[assignment]
+        moves[1 << index] = tuple(Move(x, y, direction) for direction in DIRECTIONS)
+        tables[1 << index] = (*lines[index], *checks)  # type: ignore[assignment]
     return Geometry(
         width=width,
         height=height,
@@ -132,6 +135,7 @@ def geometry(width: int, height: int) -> Geometry:
         coords=coords,
         lines=lines,
         tables=tables,
+        moves=moves,
         checks=all_checks,
         axes=tuple(_AXIS_OF[direction] for direction in DIRECTIONS),
         rays=rays,

@@ -351,39 +351,61 @@ class GameState:
         raise InvalidMoveError(mistake, move)
 
     def _moved(self, start: int, target: int, mover_is_two: int, move: Move) -> GameState:
+        one, two = self._one, self._two
         both = start | target
+        # A legal move lands on an empty field or captures: the opponent changed only then.
+        captured = target & (one | two)
         if mover_is_two:
-            one, two = self._one & ~target, self._two ^ both
+            one, two = one & ~target, two ^ both
+            mover = two
         else:
-            one, two = self._one ^ both, self._two & ~target
+            one, two = one ^ both, two & ~target
+            mover = one
         ge2, ge3 = self._ge2 & ~target, self._ge3 & ~target
         if self._ge2 & start:
             ge2 ^= both
         if self._ge3 & start:
             ge3 ^= both
-        stride = self._geo.stride
+        geo = self._geo
+        stride = geo.stride
+        # The mover's connectivity: connected_component inlined (once per ply, hot path).
+        mover_connected = False
+        if mover:
+            reach = mover & -mover
+            while True:
+                row_grown = reach | (reach << 1) | (reach >> 1)
+                grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & mover
+                if grown == reach:
+                    break
+                reach = grown
+            mover_connected = reach == mover
         # Without a capture the opponent's fish did not change: reuse its connectivity.
-        before = self._connected_pair() if not target & (self._one | self._two) else None
         if mover_is_two:
-            one_connected = before[0] if before else _is_connected(one, stride)
-            connected = (one_connected, _is_connected(two, stride))
+            one_connected = _is_connected(one, stride) if captured else self._connected_pair()[0]
+            connected = (one_connected, mover_connected)
         else:
-            two_connected = before[1] if before else _is_connected(two, stride)
-            connected = (_is_connected(one, stride), two_connected)
+            two_connected = _is_connected(two, stride) if captured else self._connected_pair()[1]
+            connected = (mover_connected, two_connected)
         first_union = self._first_union
         if first_union is None:
             if connected[0]:
                 first_union = Team.ONE
             elif connected[1]:
                 first_union = Team.TWO
-        return GameState._make(
-            self._geo,
-            (one, two, self._squid, ge2, ge3),
-            self._turn + 1,
-            first_union,
-            move,
-            connected,
-        )
+        # GameState._make inlined: one state per ply.
+        state = object.__new__(GameState)
+        state._geo = geo
+        state._one = one
+        state._two = two
+        state._squid = self._squid
+        state._ge2 = ge2
+        state._ge3 = ge3
+        state._turn = self._turn + 1
+        state._first_union = first_union
+        state._last_move = move
+        state._legal = None
+        state._connected = connected
+        return state
 
     def _legal_list(self) -> list[Move]:
         cached = self._legal
@@ -395,7 +417,8 @@ class GameState:
             own, opponent = self._one, self._two
         occupied = own | opponent
         probe = opponent | ((own | self._squid) << self._geo.target_shift)
-        tables = self._geo.tables
+        geo = self._geo
+        tables, move_tables = geo.tables, geo.moves
         legal: list[Move] = []
         append = legal.append
         remaining = own
@@ -406,35 +429,36 @@ class GameState:
             (
                 column, diagonal, row, anti,
                 up, up_right, right, down_right, down, down_left, left, up_left,
-                m_up, m_up_right, m_right, m_down_right, m_down, m_down_left, m_left, m_up_left,
-            ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
+            ) = tables[lowest]  # fmt: skip
+            moves = move_tables[lowest]
             along_column = (occupied & column).bit_count()
             along_diagonal = (occupied & diagonal).bit_count()
             along_row = (occupied & row).bit_count()
             along_anti = (occupied & anti).bit_count()
             if not probe & up[along_column]:
-                append(m_up)
+                append(moves[0])
             if not probe & up_right[along_diagonal]:
-                append(m_up_right)
+                append(moves[1])
             if not probe & right[along_row]:
-                append(m_right)
+                append(moves[2])
             if not probe & down_right[along_anti]:
-                append(m_down_right)
+                append(moves[3])
             if not probe & down[along_column]:
-                append(m_down)
+                append(moves[4])
             if not probe & down_left[along_diagonal]:
-                append(m_down_left)
+                append(moves[5])
             if not probe & left[along_row]:
-                append(m_left)
+                append(moves[6])
             if not probe & up_left[along_anti]:
-                append(m_up_left)
+                append(moves[7])
         self._legal = legal
         return legal
 
     def legal_moves(self) -> list[Move]:
         """All legal moves of the team to move: fish in row-major order (y, then x), each
         fish's moves in Direction enum order. A new list on every call."""
-        return list(self._legal_list())
+        legal = self._legal
+        return (self._legal_list() if legal is None else legal).copy()
 
     def has_legal_move(self) -> bool:
         """Whether the team to move has any legal move. Stops at the first one found: the
@@ -455,8 +479,7 @@ class GameState:
             (
                 column, diagonal, row, anti,
                 up, up_right, right, down_right, down, down_left, left, up_left,
-                *_,
-            ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
+            ) = tables[lowest]  # fmt: skip
             along_column = (occupied & column).bit_count()
             along_diagonal = (occupied & diagonal).bit_count()
             along_row = (occupied & row).bit_count()
@@ -507,10 +530,18 @@ class GameState:
     def is_over(self) -> bool:
         """The official end: a team connected at the end of a round (even turn), no legal move
         for the team to move, or the round limit reached."""
-        if self._turn // 2 >= ROUND_LIMIT:
+        turn = self._turn
+        if turn // 2 >= ROUND_LIMIT:
             return True
-        if not self._turn & 1 and any(self._connected_pair()):
-            return True
+        if not turn & 1:
+            connected = self._connected
+            if connected is None:
+                connected = self._connected_pair()
+            if connected[0] or connected[1]:
+                return True
+        legal = self._legal
+        if legal is not None:
+            return not legal
         return not self.has_legal_move()
 
     def win_condition(self) -> Outcome | None:

@@ -20,6 +20,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from league.keylines import KeyLines as _KeyLines
+from league.keylines import dotted as _dotted
+
 __all__ = [
     "DEFAULT_TIEBREAKS",
     "MAX_GAMES",
@@ -162,61 +165,6 @@ class LeagueConfig:
             if team.id == team_id:
                 return team
         raise KeyError(team_id)
-
-
-# ---- where is a key? ------------------------------------------------------------------------
-
-_TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(
-    r"^\s*((?:[A-Za-z0-9_\-]+|\"[^\"]*\")(?:\s*\.\s*(?:[A-Za-z0-9_\-]+|\"[^\"]*\"))*)\s*="
-)
-
-
-class _KeyLines:
-    """Line numbers of tables and keys, found by scanning the text (enough for the flat
-    documents a league file is: top-level keys, `[table]`s and `[[teams]]` blocks).
-
-    Paths are tuples: ("name",), ("timeouts", "soft"), ("teams", 2, "image"). Unknown paths
-    fall back to the nearest known parent, so an error always gets some line.
-    """
-
-    def __init__(self, text: str) -> None:
-        self.lines: dict[tuple[str | int, ...], int] = {}
-        counts: dict[str, int] = {}
-        prefix: tuple[str | int, ...] = ()
-        for number, line in enumerate(text.splitlines(), start=1):
-            table = _TABLE.match(line)
-            if table:
-                name = table.group(2).strip().strip('"')
-                if table.group(1) == "[[":
-                    index = counts.get(name, 0)
-                    counts[name] = index + 1
-                    prefix = (name, index)
-                    self.lines.setdefault((name,), number)
-                else:
-                    prefix = tuple(name.split("."))
-                self.lines.setdefault(prefix, number)
-                continue
-            key = _KEY.match(line)
-            if key:
-                # Dotted keys (`timeouts.soft = 2`) name their table too.
-                parts = tuple(part.strip().strip('"') for part in key.group(1).split("."))
-                for end in range(1, len(parts) + 1):
-                    self.lines.setdefault((*prefix, *parts[:end]), number)
-
-    def line(self, path: tuple[str | int, ...]) -> int | None:
-        while path:
-            if path in self.lines:
-                return self.lines[path]
-            path = path[:-1]
-        return None
-
-
-def _dotted(path: tuple[str | int, ...]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out
 
 
 class _Reader:

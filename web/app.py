@@ -29,13 +29,16 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from client import ConnectionClosed
-from engine import Direction, Move
+from engine import Direction, Move, Team
 from protocol import GAME_TYPE
 from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
+from protocol.messages import Memento, ResultMessage
+from protocol.replay import write_replay
 from server.config import Settings
 from server.feed import LoginGate, ObserverFeed
 from server.limits import address_key, connection_cap, is_loopback, raise_descriptor_limit
-from web import listen
+from web import listen, replays
+from web.analysis import AnalysisJobs
 from web.auth import COOKIE, CSRF_HEADER, SESSION_SECONDS, Session, Sessions, csrf_ok, same_origin
 from web.board import legal_targets, state_json
 from web.gate import AsyncGate, GateUnavailable, LocalGate, OpenGate
@@ -53,6 +56,7 @@ from web.hub import Change, GameHub, result_json
 from web.league import LeagueView
 from web.league_routes import LeagueRoutes
 from web.listen import ProxyHeaders, WebAdmission
+from web.local import BOTS, LocalGame, StartError, start_state
 from web.replays import ReplayRoutes
 from web.sc import HumanPlayer, admin_request
 
@@ -80,7 +84,7 @@ class WebViewer:
         self.settings = settings
         self.hub = GameHub()
         self.sessions = Sessions(settings.password)
-        self.humans: dict[str, HumanPlayer] = {}
+        self.humans: dict[str, HumanPlayer | LocalGame] = {}
         self.viewer_rate = viewer_rate
         self.port = port if port is not None else settings.web_port
         self.url = ""  # set once it listens
@@ -103,6 +107,10 @@ class WebViewer:
             else None
         )
         self.gate: AsyncGate = LocalGate(OpenGate())
+        # Analysing is a core's work for many seconds: as open as playing (see `open_play`).
+        self.analyses = AnalysisJobs(
+            lambda handler: self._guard(handler, admin=not self.open_play), self._spawn
+        )
         self.app = self._build_app()
 
     @property
@@ -138,6 +146,10 @@ class WebViewer:
             gc.freeze()
             task_status.started()
 
+    def _spawn(self, task: Callable[[], Awaitable[None]]) -> None:
+        assert self._nursery is not None, "requests are served only while running"
+        self._nursery.start_soon(task)
+
     # ------------------------------------------------------------------ app
 
     def _build_app(self) -> Starlette:
@@ -156,9 +168,11 @@ class WebViewer:
                 Route("/api/login", self._login, methods=["POST"]),
                 Route("/api/logout", self._guard(self._logout, admin=False), methods=["POST"]),
                 Route("/api/rooms", self._rooms),
+                Route("/api/games/{room_id}/replay", self._game_replay),
                 Route("/api/games/{room_id}", self._game),
                 *ReplayRoutes(self.settings.replay_dir).routes(),
                 *LeagueRoutes(self.league).routes(),
+                *self.analyses.routes(),
                 Route("/api/admin/prepare", self._guard(self._prepare), methods=["POST"]),
                 Route("/api/admin/pause", self._guard(self._pause), methods=["POST"]),
                 Route("/api/admin/step", self._guard(self._step), methods=["POST"]),
@@ -166,6 +180,11 @@ class WebViewer:
                 Route(
                     "/api/play",
                     self._guard(self._play, admin=not self.open_play),
+                    methods=["POST"],
+                ),
+                Route(
+                    "/api/play/from",
+                    self._guard(self._play_from, admin=not self.open_play),
                     methods=["POST"],
                 ),
                 WebSocketRoute("/ws/lobby", self._ws_lobby),
@@ -285,6 +304,31 @@ class WebViewer:
         if view is None:
             return error(404, "no such game")
         return Response(view.to_json(), media_type="application/json")
+
+    async def _game_replay(self, request: Request) -> Response:
+        """A game so far (or over) as an official replay: the live page's download, history
+        and analysis. Built in a worker thread, sharing the replay parsers' slots (503 when
+        they are busy); a game holds at most ~60 states."""
+        view = self.hub.games.get(request.path_params["room_id"])
+        if view is None or not view.states:
+            return error(404, "no such game (or no move yet)")
+        room = view.room_id
+        packets: list[Any] = [Memento(room, state) for state in view.states]
+        if view.result is not None:
+            packets.append(ResultMessage(room, view.result))
+        try:
+            replays.parser_slots.acquire_nowait()
+        except trio.WouldBlock:
+            return error(503, "the server is busy with other replays: try again in a moment")
+        try:
+            data = await trio.to_thread.run_sync(write_replay, room, packets)
+        finally:
+            replays.parser_slots.release()
+        return Response(
+            data,
+            media_type="application/xml",
+            headers={"Content-Disposition": 'attachment; filename="game.xml"'},
+        )
 
     async def _ws_lobby(self, websocket: WebSocket) -> None:
         if await self._refused(websocket):
@@ -444,13 +488,9 @@ class WebViewer:
         """A person takes a slot: a room prepared for them (their slot never times out, the
         other one is open to the next bot's <join>), or a given reservation code."""
         body = await json_body(request)
-        for token in [token for token, human in self.humans.items() if human.ended]:
-            del self.humans[token]  # their page has shown the result by now
-        if len(self.humans) >= MAX_HUMANS:
-            return error(503, "too many people playing")
-        mine = sum(1 for human in self.humans.values() if human.owner == session.token)
-        if not session.admin and mine >= MAX_GAMES_PER_SESSION:
-            return error(429, f"at most {MAX_GAMES_PER_SESSION} games at once without a login")
+        refused = self._no_room_for(session)
+        if refused is not None:
+            return refused
         reservation = body.get("reservation")
         room_id: str | None = None
         if not isinstance(reservation, str) or not reservation:
@@ -470,6 +510,43 @@ class WebViewer:
         assert self._nursery is not None
         self._nursery.start_soon(player.run, self.game_port)
         return JSONResponse({"token": token, "room": room_id})
+
+    def _no_room_for(self, session: Session) -> Response | None:
+        """The refusal when one more game would be too many (in all, or for `session`)."""
+        for token in [token for token, human in self.humans.items() if human.ended]:
+            del self.humans[token]  # their page has shown the result by now
+        if len(self.humans) >= MAX_HUMANS:
+            return error(503, "too many people playing")
+        mine = sum(1 for human in self.humans.values() if human.owner == session.token)
+        if not session.admin and mine >= MAX_GAMES_PER_SESSION:
+            return error(429, f"at most {MAX_GAMES_PER_SESSION} games at once without a login")
+        return None
+
+    async def _play_from(self, request: Request, session: Session) -> Response:
+        """Play from here: a person against a built-in bot from the posted position (on the
+        engine in this process, see `web.local`); `team` is the person's side (default: the
+        side to move), `bot` one of `web.local.BOTS`."""
+        body = await json_body(request)
+        try:
+            state = start_state(body)
+        except StartError as failure:
+            return error(400, str(failure))
+        bot = body.get("bot", "search")
+        if bot not in BOTS:
+            return error(400, f"bot: one of {', '.join(BOTS)}")
+        team_name = body.get("team") or state.current_team.name
+        if team_name not in ("ONE", "TWO"):
+            return error(400, "team: ONE or TWO")
+        refused = self._no_room_for(session)
+        if refused is not None:
+            return refused
+        token = secrets.token_urlsafe(16)
+        game = LocalGame(token, session.token, state, Team[team_name], bot)
+        self.humans[token] = game
+        assert self._nursery is not None
+        self._nursery.start_soon(game.run)
+        log.info("play from here", turn=state.turn, bot=bot, team=team_name)
+        return JSONResponse({"token": token})
 
     async def _ws_play(self, websocket: WebSocket) -> None:
         if await self._refused(websocket):
@@ -515,7 +592,7 @@ class WebViewer:
         return f'{{"now":{time.time():.3f},"data":{payload}}}'
 
 
-def _human_json(player: HumanPlayer) -> str:
+def _human_json(player: HumanPlayer | LocalGame) -> str:
     state = player.state
     return json.dumps(
         {

@@ -81,6 +81,9 @@ def state_json(state: GameState, previous: GameState | None = None) -> dict[str,
     rows = state.rows()
     return {
         "turn": state.turn,
+        # Which side united its swarm first (the end rule needs it): "play from here" sends
+        # it back with the board.
+        "firstUnion": state.first_union.name if state.first_union is not None else None,
         "board": [[_NAME[field] for field in row] for row in rows],
         "current": state.current_team.name,
         "lastMove": last_json,

@@ -71,6 +71,7 @@ class ReplayRoutes:
         return [
             Route("/api/replays", self.listing),
             Route("/api/replays/upload", self.upload, methods=["POST"]),
+            Route("/api/replays/{name}/download", self.download),
             Route("/api/replays/{name}", self.replay),
         ]
 
@@ -103,13 +104,11 @@ class ReplayRoutes:
                 self._listed_at = trio.current_time()
             return self._listing
 
-    async def replay(self, request: Request) -> Response:
-        """One replay file of the directory as the pages' JSON."""
-        name = request.path_params["name"]
+    async def _file(self, name: str) -> bytes | Response:
         if not is_replay_name(name):
             return error(404, "no such replay")
         try:
-            data = await trio.to_thread.run_sync(_read_regular, self.replay_dir / name)
+            return await trio.to_thread.run_sync(_read_regular, self.replay_dir / name)
         except FileNotFoundError:
             return error(404, "no such replay")
         except _TooLarge:
@@ -117,9 +116,34 @@ class ReplayRoutes:
         except OSError as failure:
             log.info("replay not served", name=name, error=failure.strerror or str(failure))
             return error(404, "no such replay")
+
+    async def replay(self, request: Request) -> Response:
+        """One replay file of the directory as the pages' JSON."""
+        name = request.path_params["name"]
+        data = await self._file(name)
+        if isinstance(data, Response):
+            return data
         # The file's own bytes never go into the answer (it might be anything): its problem
         # goes to the log, the page gets a plain "not a replay".
         return await respond(data, quote=False, name=name)
+
+    async def download(self, request: Request) -> Response:
+        """One replay file of the directory as it is (a download; as bounded as `replay`)."""
+        name = request.path_params["name"]
+        data = await self._file(name)
+        if isinstance(data, Response):
+            return data
+        # The header gets a plain name: a file's name may hold quotes or non-ASCII.
+        plain = all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
+        fallback = "replay.xml.gz" if name.endswith(".gz") else "replay.xml"
+        return Response(
+            data,
+            media_type="application/gzip" if name.endswith(".gz") else "application/xml",
+            headers={
+                "Content-Disposition": f'attachment; filename="{name if plain else fallback}"',
+                "X-Content-Type-Options": "nosniff",
+            },
+        )
 
     async def upload(self, request: Request) -> Response:
         """An uploaded replay or game record (parsing is read-only, so no session needed)."""

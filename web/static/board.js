@@ -9,7 +9,8 @@ function svgEl(tag, attrs) {
 }
 const Board = {
   // state: {board, lastMove, largest}; options: {selectable: Set("x,y"), selected: "x,y",
-  // targets: Map("x,y" -> dir), onCell(x, y)}
+  // targets: Map("x,y" -> dir), onCell(x, y), best: {x, y, to} (a second arrow: the best
+  // move), flip: true (turned by 180°: the other side's view)}
   render(svg, state, options) {
     options = options || {};
     const rows = state.board;
@@ -21,7 +22,15 @@ const Board = {
     const marker = svgEl("marker", { id: "arrowhead", viewBox: "0 0 10 10", refX: "7", refY: "5",
       markerWidth: "4", markerHeight: "4", orient: "auto-start-reverse" });
     marker.append(svgEl("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#c98a00" }));
-    defs.append(marker);
+    const bestHead = svgEl("marker", { id: "besthead", viewBox: "0 0 10 10", refX: "7", refY: "5",
+      markerWidth: "4", markerHeight: "4", orient: "auto-start-reverse" });
+    bestHead.append(svgEl("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#2f9e44" }));
+    defs.append(marker, bestHead);
+    // Screen column and row of a field (flipped: turned by 180°).
+    const flip = !!options.flip;
+    const col = (x) => (flip ? width - 1 - x : x);
+    const row = (y) => (flip ? y : height - 1 - y);
+    svg.setAttribute("data-flipped", flip ? "1" : "0");
     svg.append(defs);
     const swarm = new Map();
     for (const team of ["ONE", "TWO"]) {
@@ -34,9 +43,8 @@ const Board = {
       for (let x = 0; x < width; x++) {
         const field = rows[y][x];
         const key = x + "," + y;
-        const top = height - 1 - y;
         const cell = svgEl("g", { class: "cell", "data-x": x, "data-y": y, "data-field": field,
-          transform: `translate(${x} ${top})` });
+          transform: `translate(${col(x)} ${row(y)})` });
         if ((x + y) % 2) cell.classList.add("alt");
         if (key === from) cell.classList.add("last-from");
         if (key === to) cell.classList.add("last-to");
@@ -58,16 +66,19 @@ const Board = {
       }
     }
     for (let x = 0; x < width; x++) {
-      const label = svgEl("text", { class: "coord", x: x + 0.5, y: height + 0.22 });
+      const label = svgEl("text", { class: "coord", x: col(x) + 0.5, y: height + 0.22 });
       label.textContent = x; svg.append(label);
     }
     for (let y = 0; y < height; y++) {
-      const label = svgEl("text", { class: "coord", x: -0.22, y: height - 1 - y + 0.5 });
+      const label = svgEl("text", { class: "coord", x: -0.22, y: row(y) + 0.5 });
       label.textContent = y; svg.append(label);
     }
-    if (last && last.to) {
-      svg.append(svgEl("line", { class: "arrow", x1: last.x + 0.5, y1: height - 1 - last.y + 0.5,
-        x2: last.to[0] + 0.5, y2: height - 1 - last.to[1] + 0.5 }));
+    const arrow = (move, cls) => svg.append(svgEl("line", { class: cls,
+      x1: col(move.x) + 0.5, y1: row(move.y) + 0.5, x2: col(move.to[0]) + 0.5, y2: row(move.to[1]) + 0.5 }));
+    if (last && last.to) arrow(last, "arrow");
+    const best = options.best;
+    if (best && best.to && !(last && best.x === last.x && best.y === last.y && best.dir === last.dir)) {
+      arrow(best, "arrow best");
     }
   },
   fish(cell, team, size) {

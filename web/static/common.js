@@ -55,6 +55,13 @@ const Web = {
     const scores = result.scores.map((s) => s.points.join("/")).join(" : ");
     return winner + " (" + scores + ") – " + result.reason;
   },
+  // "Play from here": a game against a built-in bot from `state` (the pages' state JSON),
+  // the person playing the side to move; the play page takes it over.
+  async playFrom(state, bot) {
+    const started = await Web.post("/api/play/from", { board: state.board, turn: state.turn,
+      firstUnion: state.firstUnion ?? null, team: state.current, bot });
+    location.href = "/play#game=" + encodeURIComponent(started.token);
+  },
   markNav(name) {
     const link = document.querySelector('header nav a[data-nav="' + name + '"]');
     if (link) link.classList.add("active");

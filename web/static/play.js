@@ -6,6 +6,17 @@ Web.loadSession().then((session) => {
   document.getElementById("login-first").hidden = session.play;
   document.getElementById("go").disabled = !session.play;
 });
+function follow(token) {
+  document.getElementById("setup").hidden = true;
+  document.getElementById("game").hidden = false;
+  socket = Web.live("/ws/play/" + token, (data, serverOffset) => {
+    if (data) { me = data; offset = serverOffset; render(); }
+    else { document.getElementById("errors").textContent = "This game is not yours or has ended."; }
+  });
+}
+// "Play from here" (replay and game pages) started the game already: its token is in the hash.
+const fromHere = new URLSearchParams(location.hash.slice(1)).get("game");
+if (fromHere) follow(fromHere);
 document.getElementById("start").addEventListener("submit", async (event) => {
   event.preventDefault();
   const error = document.getElementById("start-error");
@@ -14,9 +25,7 @@ document.getElementById("start").addEventListener("submit", async (event) => {
     const started = await Web.post("/api/play", {
       name: document.getElementById("name").value, team: document.getElementById("team").value,
       reservation: document.getElementById("reservation").value.trim() });
-    document.getElementById("setup").hidden = true;
-    document.getElementById("game").hidden = false;
-    socket = Web.live("/ws/play/" + started.token, (data, serverOffset) => { if (data) { me = data; offset = serverOffset; render(); } });
+    follow(started.token);
   } catch (failure) { error.textContent = failure.message; }
 });
 // Why a click on (x, y) does nothing (it is no legal start or target): the game goes on.

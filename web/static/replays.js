@@ -2,13 +2,25 @@
 Web.markNav("replays");
 Web.loadSession();
 let replay = null, index = 0, timer = null, source = null, leagueGame = null;
+// The analysis of the game shown, by state index (see moves.js); the file's bytes (uploads).
+let marks = null, graph = null, uploaded = null, flipped = false;
+function moveRows() {
+  return replay.states.slice(1).map((state, i) => ({ index: i + 1, turn: replay.states[i].turn,
+    side: replay.states[i].current, text: state.lastMove ? state.lastMove.text : "?" }));
+}
 function hashParams() { return new URLSearchParams(location.hash.slice(1)); }
 function show(i) {
   if (!replay) return;
   index = Math.max(0, Math.min(replay.states.length - 1, i));
   const state = replay.states[index];
   const svg = document.getElementById("board");
-  Board.render(svg, state);
+  const analysed = marks && marks.get(index);
+  Board.render(svg, state, { flip: flipped, best: analysed && !analysed.bestPlayed ? analysed.best : null });
+  svg.setAttribute("data-index", index);
+  document.getElementById("moves-panel").hidden = false;
+  Moves.render(document.getElementById("move-list"), moveRows(), index, (i) => { stop(); show(i); }, marks);
+  document.getElementById("advantage").hidden = !graph;
+  if (graph) Moves.graph(document.getElementById("graph"), graph, index, (i) => { stop(); show(i); });
   svg.setAttribute("data-turn", state.turn);
   document.getElementById("nothing").hidden = true;
   document.getElementById("viewer").hidden = false;
@@ -22,6 +34,7 @@ function show(i) {
   document.getElementById("turn-label").textContent = state.turn;
   document.getElementById("turn-max").textContent = replay.states[replay.states.length - 1].turn;
   document.getElementById("move").textContent = state.lastMove ? state.lastMove.text : "start";
+  document.getElementById("play-here").disabled = index === replay.states.length - 1 && !!replay.result;
   const atEnd = index === replay.states.length - 1;
   const result = document.getElementById("result");
   result.hidden = !(atEnd && replay.result);
@@ -63,8 +76,47 @@ function showRecord(data) {
   box.hidden = found.length === 0;
   box.querySelector("ul").replaceChildren(...found.map((text) => Web.el("li", {}, text)));
 }
-function load(data, name, turn, league) {
-  stop(); replay = data; source = name; leagueGame = league || null;
+function applyAnalysis(doc) {
+  const applied = Moves.fromAnalysis(doc, replay.states);
+  marks = applied.marks; graph = applied.graph;
+  document.getElementById("analysis-summary").textContent = applied.summary;
+  show(index);
+}
+// The game's own bytes: the server's file, the league record or the uploaded file.
+async function gameBytes() {
+  if (uploaded) return uploaded;
+  const response = await fetch(document.getElementById("download").href);
+  if (!response.ok) throw new Error("cannot read the game: " + response.statusText);
+  return await response.blob();
+}
+async function analyse() {
+  const progress = document.getElementById("analyse-progress");
+  const failed = document.getElementById("analyse-error");
+  const button = document.getElementById("analyse");
+  const shown = replay;
+  failed.textContent = ""; button.disabled = true;
+  try {
+    const analysis = await Moves.analyse(await gameBytes(), (done, total) => {
+      progress.textContent = "analysing: " + done + " of " + total + " moves";
+    });
+    progress.textContent = "analysed (" + analysis.settings.nodes + " nodes a position)";
+    if (replay === shown) applyAnalysis(analysis);
+  } catch (failure) { failed.textContent = failure.message; progress.textContent = ""; }
+  finally { button.disabled = false; }
+}
+function flip() { flipped = !flipped; show(index); }
+function load(data, name, turn, league, file) {
+  stop(); replay = data; source = name; leagueGame = league || null; uploaded = file || null;
+  marks = null; graph = null;
+  document.getElementById("analyse-progress").textContent = "";
+  document.getElementById("analyse-error").textContent = "";
+  const download = document.getElementById("download");
+  if (download.href.startsWith("blob:")) URL.revokeObjectURL(download.href);
+  download.hidden = false;
+  if (name) { download.href = "/api/replays/" + encodeURIComponent(name) + "/download"; download.removeAttribute("download"); }
+  else if (league) { const [m, n] = league.split("-"); download.href = "/api/league/records/" + m + "/" + n + ".xml"; download.removeAttribute("download"); }
+  else if (file) { download.href = URL.createObjectURL(file); download.setAttribute("download", file.name || "replay.xml"); }
+  else download.hidden = true;
   document.getElementById("upload-error").textContent = "";
   showRecord(data);
   if (turn != null && !Number.isNaN(turn)) showTurn(turn); else show(0);
@@ -86,19 +138,28 @@ async function upload(file) {
   const response = await fetch("/api/replays/upload", { method: "POST", body: file });
   const data = await response.json().catch(() => ({ error: response.statusText }));
   if (!response.ok) { document.getElementById("upload-error").textContent = data.error; return; }
-  load(data, null, Number(hashParams().get("turn")));
+  load(data, null, Number(hashParams().get("turn")), null, file);
 }
 document.getElementById("first").onclick = () => { stop(); show(0); };
 document.getElementById("back").onclick = () => { stop(); show(index - 1); };
 document.getElementById("forward").onclick = () => { stop(); show(index + 1); };
 document.getElementById("last").onclick = () => { stop(); show(replay.states.length - 1); };
 document.getElementById("play").onclick = play;
+document.getElementById("flip").onclick = flip;
+document.getElementById("analyse").onclick = analyse;
+document.getElementById("play-here").onclick = async () => {
+  const failed = document.getElementById("play-here-error");
+  failed.textContent = "";
+  try { await Web.playFrom(replay.states[index], document.getElementById("play-bot").value); }
+  catch (failure) { failed.textContent = failure.message; }
+};
 document.getElementById("speed").onchange = () => { if (timer) { stop(); play(); } };
 document.getElementById("turn").onchange = (event) => { stop(); showTurn(Number(event.target.value)); };
 document.addEventListener("keydown", (event) => {
   if (!replay || event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
   const keys = { ArrowLeft: () => show(index - 1), ArrowRight: () => show(index + 1),
-    Home: () => show(0), End: () => show(replay.states.length - 1) };
+    Home: () => show(0), End: () => show(replay.states.length - 1),
+    ArrowUp: () => show(index - 1), ArrowDown: () => show(index + 1), f: () => flip() };
   if (keys[event.key]) { stop(); keys[event.key](); event.preventDefault(); }
   else if (event.key === " ") { play(); event.preventDefault(); }
 });

@@ -1,0 +1,233 @@
+"""The replay viewer's new endpoints without a browser: the download, "analyse this game"
+(bounded, CSRF-protected, with progress) and "play from here"."""
+
+from __future__ import annotations
+
+import gzip
+import random
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+import trio
+
+from analysis import Analyser, Settings
+from analysis.sources import game_from_replay
+from engine import Direction, GameState, Move
+from protocol.replay import read_replay
+from web import local
+from web.board import move_target
+from web.local import LocalGame
+from web.replays import MAX_UPLOAD_BYTES
+
+from .conftest import Running
+from .httpclient import Browser
+from .players import random_bot
+from .test_analysis_browser import random_game, replay_file
+
+
+def raw_get(url: str) -> tuple[int, bytes, dict[str, str]]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read(), dict(response.headers)
+    except urllib.error.HTTPError as failure:
+        return failure.code, failure.read(), dict(failure.headers)
+
+
+async def test_a_replay_downloads_as_its_own_bytes_and_nothing_else_does(running: Running) -> None:
+    states, _ = random_game(moves=12)
+    directory = running.viewer.settings.replay_dir
+    path = replay_file(directory, states)
+    zipped = directory / "zipped.xml.gz"
+    zipped.write_bytes(gzip.compress(path.read_bytes()))
+    (directory / "odd name.xml").write_bytes(path.read_bytes())
+    base = running.url + "/api/replays/"
+    status, data, headers = await trio.to_thread.run_sync(raw_get, base + "game.xml/download")
+    assert status == 200 and data == path.read_bytes()
+    assert headers["content-disposition"] == 'attachment; filename="game.xml"'
+    status, data, headers = await trio.to_thread.run_sync(raw_get, base + "zipped.xml.gz/download")
+    assert status == 200 and gzip.decompress(data) == path.read_bytes()
+    assert headers["content-type"] == "application/gzip"
+    # A name the header could not carry as it is gets a plain one.
+    status, data, headers = await trio.to_thread.run_sync(raw_get, base + "odd%20name.xml/download")
+    assert status == 200 and headers["content-disposition"] == 'attachment; filename="replay.xml"'
+    for missing in ("missing.xml", "..%2Fsecret.xml", "notes.txt"):
+        url = base + missing + "/download"
+        assert (await trio.to_thread.run_sync(raw_get, url))[0] == 404, missing
+
+
+async def poll(browser: Browser, job: str) -> dict[str, Any]:
+    seen = []
+    while True:
+        status, body = await browser.get(f"/api/analysis/{job}")
+        assert status == 200
+        seen.append(body["done"])
+        if body["state"] != "running":
+            assert seen == sorted(seen), "progress only goes forward"
+            return body  # type: ignore[no-any-return]
+        await trio.sleep(0.05)
+
+
+async def test_analyse_this_game_is_guarded_bounded_and_answers_the_analysis(
+    running: Running,
+) -> None:
+    states, _ = random_game(moves=10)
+    data = replay_file(running.viewer.settings.replay_dir, states).read_bytes()
+    running.viewer.analyses.settings = Settings(nodes=1000)
+    browser = Browser(running.url)
+    await browser.session()
+    with trio.fail_after(60):
+        # Without the CSRF token, or from another site: refused before anything is read.
+        stranger = Browser(running.url)
+        await stranger.session()
+        stranger.csrf = "wrong"
+        assert (await stranger.post("/api/analysis", data))[0] == 403
+        assert (await browser.post("/api/analysis", data, Origin="http://evil.example"))[0] == 403
+        # Bounded: a body over the upload bound, and anything that is no game.
+        too_big = b"<protocol>" + b" " * MAX_UPLOAD_BYTES
+        assert (await browser.post("/api/analysis", too_big))[0] == 413
+        status, body = await browser.post("/api/analysis", b"<not a replay")
+        assert status == 400 and "not a readable replay" in body["error"]
+        status, body = await browser.post("/api/analysis", gzip.compress(b"\0" * 3_000_000))
+        assert status == 400 and "uncompressed" in body["error"]
+        # A game: accepted at once, progress, then what the analysis says.
+        status, body = await browser.post("/api/analysis", gzip.compress(data))
+        assert status == 202 and body["state"] == "running" and body["total"] == 10
+        done = await poll(browser, body["job"])
+        with Analyser(Settings(nodes=1000)) as analyser:
+            expected = analyser.analyse(game_from_replay(data)).as_json()
+        analysis = done["analysis"]
+        assert done["state"] == "done" and done["done"] == 10
+        assert [m["mark"] for m in analysis["moves"]] == [m["mark"] for m in expected["moves"]]
+        assert analysis["graph"] == expected["graph"]
+        # Each best move carries its target: where the engine puts the fish.
+        for state, move in zip(states, analysis["moves"], strict=False):
+            best = Move(move["best"]["x"], move["best"]["y"], Direction[move["best"]["direction"]])
+            assert move["best"]["to"] == list(move_target(state, best))
+        # The same game again is the same job, answered at once (deterministic).
+        status, again = await browser.post("/api/analysis", data)
+        assert status == 200 and again["job"] == body["job"] and again["state"] == "done"
+        assert (await browser.get("/api/analysis/unknown"))[0] == 404
+
+
+async def test_one_analysis_at_a_time_and_a_slow_one_is_stopped(running: Running) -> None:
+    first, _ = random_game(seed=1, moves=20)
+    second, _ = random_game(seed=2, moves=20)
+    directory = running.viewer.settings.replay_dir
+    one = replay_file(directory, first, "one.xml").read_bytes()
+    two = replay_file(directory, second, "two.xml").read_bytes()
+    jobs = running.viewer.analyses
+    jobs.settings = Settings(nodes=20_000)
+    jobs.deadline = 0.5
+    ada, bob = Browser(running.url), Browser(running.url)
+    await ada.session()
+    await bob.session()
+    with trio.fail_after(60):
+        status, body = await ada.post("/api/analysis", one)
+        assert status == 202
+        # While it runs: the same session may not start another, nor may anyone else.
+        status, busy = await ada.post("/api/analysis", two)
+        assert status == 429 and "one analysis at a time" in busy["error"]
+        status, busy = await bob.post("/api/analysis", two)
+        assert status == 503
+        done = await poll(ada, body["job"])
+        assert done["state"] == "failed" and "longer than 0.5 s" in done["error"]
+        assert 0 < done["done"] < 20
+        # Failed jobs are not answered again: asked once more, it is analysed anew.
+        jobs.deadline = 60.0
+        jobs.settings = Settings(nodes=1000)
+        status, retried = await bob.post("/api/analysis", one)
+        assert status == 202 and retried["job"] != body["job"]
+        assert (await poll(bob, retried["job"]))["state"] == "done"
+
+
+def position(state: GameState) -> dict[str, Any]:
+    return {
+        "board": [[field.name for field in row] for row in state.rows()],
+        "turn": state.turn,
+        "firstUnion": None,
+    }
+
+
+async def test_play_from_here_is_guarded_checks_the_position_and_counts_the_games(
+    running: Running,
+) -> None:
+    states, _ = random_game(seed=4)
+    browser = Browser(running.url)
+    await browser.session()
+    start = position(states[7])
+    with trio.fail_after(30):
+        stranger = Browser(running.url)
+        await stranger.session()
+        stranger.csrf = "wrong"
+        assert (await stranger.post("/api/play/from", start))[0] == 403
+        bad = [
+            ({**start, "board": start["board"][:9]}, "board"),
+            ({**start, "board": [["FISH"] * 10] * 10}, "unknown field"),
+            ({**start, "turn": 61}, "turn"),
+            ({**start, "turn": "3"}, "turn"),
+            ({**start, "firstUnion": "THREE"}, "firstUnion"),
+            ({**start, "bot": "stockfish"}, "bot"),
+            ({**start, "team": "RED"}, "team"),
+            ({**position(states[-1]), "turn": states[-1].turn}, "over"),
+        ]
+        for body, word in bad:
+            status, answer = await browser.post("/api/play/from", body)
+            assert status == 400 and word in answer["error"], (word, answer)
+        # Two games at once without a login, the third is refused.
+        for _ in range(2):
+            status, answer = await browser.post("/api/play/from", {**start, "bot": "random"})
+            assert status == 200 and answer["token"] in running.viewer.humans
+        status, answer = await browser.post("/api/play/from", start)
+        assert status == 429
+
+
+async def test_a_local_game_plays_by_the_rules_to_its_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    states, _ = random_game(seed=4)
+    start = states[30]
+    game = LocalGame("t", "owner", start, start.current_team.opponent, "random", seed=1)
+    chooser = random.Random(2)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(game.run)
+            await trio.sleep(0)
+            assert await game.move(start.legal_moves()[0]) == "it is not your turn"
+            while not game.ended:
+                if game.my_turn and game.state is not None:
+                    state = game.state
+                    assert await game.move(Move(0, 0, Direction.UP)) is not None  # illegal
+                    assert await game.move(chooser.choice(state.legal_moves())) is None
+                    assert await game.move(chooser.choice(state.legal_moves())) is not None
+                await trio.sleep(0.001)
+    assert game.state is not None and game.state.is_over and game.result is not None
+    assert game.result.regular and game.result.winner == game.state.current_winner().winner
+
+
+async def test_a_local_game_left_alone_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "IDLE_SECONDS", 0.05)
+    states, _ = random_game(seed=4)
+    game = LocalGame("t", "owner", states[10], states[10].current_team, "random")
+    with trio.fail_after(10):
+        await game.run()
+    assert game.ended and game.result is not None and game.result.winner is None
+    assert "no move" in game.errors[-1]
+
+
+async def test_a_live_game_downloads_as_a_replay_of_the_states_seen(running: Running) -> None:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: random_bot(running.port, seed=1))
+            nursery.start_soon(lambda: random_bot(running.port, seed=2))
+        (room_id,) = running.viewer.hub.games
+        view = running.viewer.hub.games[room_id]
+        url = f"{running.url}/api/games/{room_id}/replay"
+        status, data, headers = await trio.to_thread.run_sync(raw_get, url)
+    assert status == 200 and "attachment" in headers["content-disposition"]
+    replay = read_replay(data)
+    assert [state.rows() for state in replay.states] == [state.rows() for state in view.states]
+    assert replay.result == view.result
+    missing = f"{running.url}/api/games/no-such-room/replay"
+    assert (await trio.to_thread.run_sync(raw_get, missing))[0] == 404
