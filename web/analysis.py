@@ -148,10 +148,11 @@ class AnalysisJobs:
 
     async def _run(self, job: Job, game: Game) -> None:
         settings, deadline = self.settings, job.started + self.deadline
+        stopped = False  # set when the viewer stops: the thread ends at its next position
 
         def progress(done: int, total: int) -> None:
             job.done = done  # one int, read by the loop's thread: no lock needed
-            if time.monotonic() > deadline:
+            if stopped or time.monotonic() > deadline:
                 raise _TooLong
 
         def work() -> dict[str, Any]:
@@ -159,7 +160,13 @@ class AnalysisJobs:
                 return _with_targets(game, analyser.analyse(game, progress).as_json())
 
         try:
-            job.result = await trio.to_thread.run_sync(work)
+            # Abandoned on cancellation (a viewer shutting down does not wait for a search);
+            # `stopped` then ends the thread too.
+            job.result = await trio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except trio.Cancelled:
+            stopped = True
+            job.failure = "the viewer stopped"
+            raise
         except _TooLong:
             job.failure = f"the analysis took longer than {self.deadline:g} s and was stopped"
         except (AnalysisError, ValueError) as failure:

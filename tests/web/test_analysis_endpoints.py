@@ -17,8 +17,10 @@ from analysis.annotate import annotate
 from analysis.sources import game_from_record, game_from_replay
 from engine import Direction, GameState, Move, PlayerEntry, Team, game_result
 from league.records import record_game, write_record
-from protocol.replay import read_replay
+from protocol.messages import Memento
+from protocol.replay import read_replay, write_replay
 from web import local
+from web.analysis import AnalysisJobs, Job
 from web.board import move_target
 from web.local import LocalGame
 from web.replays import MAX_UPLOAD_BYTES
@@ -57,6 +59,10 @@ async def test_a_replay_downloads_as_its_own_bytes_and_nothing_else_does(running
     for missing in ("missing.xml", "..%2Fsecret.xml", "notes.txt"):
         url = base + missing + "/download"
         assert (await trio.to_thread.run_sync(raw_get, url))[0] == 404, missing
+
+
+def replay_file_bytes(states: list[GameState]) -> bytes:
+    return write_replay("r", [Memento("r", state) for state in states])
 
 
 def best_target(state: GameState, best: dict[str, Any]) -> list[int]:
@@ -277,3 +283,20 @@ async def test_an_annotated_league_record_shows_its_written_analysis(running: Ru
         )
         for state, m in zip(states, expected["moves"], strict=False)
     ]
+
+
+async def test_a_viewer_that_stops_does_not_wait_for_an_analysis_and_its_thread_ends() -> None:
+    states, _ = random_game(seed=8, moves=30)
+    game = game_from_replay(replay_file_bytes(states))
+    jobs = AnalysisJobs(lambda handler: handler, lambda task: None)
+    jobs.settings = Settings(nodes=20_000)
+    job = Job("j", "owner", len(game.moves))
+    with trio.fail_after(5):
+        with trio.move_on_after(0.3):
+            await jobs._run(job, game)
+    assert job.failure == "the viewer stopped"
+    # The abandoned thread stops at its next position: the count stays where it was.
+    await trio.sleep(1.5)
+    done = job.done
+    await trio.sleep(1.0)
+    assert job.done == done < len(game.moves)
