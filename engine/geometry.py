@@ -30,12 +30,13 @@ _AXIS_OF = {
 }
 
 # The move generator folds its three checks into one AND. With
-#     probe = opponent | (own_or_squid << target_shift)
+#     probe = opponent | off_board | (own_or_squid << target_shift)
 # a move is legal iff not probe & check, where check = (fields jumped over) |
 # (target << target_shift): an opponent under the path or an own fish/squid on the target
-# hits. A target off the board gets check = start << target_shift, which always hits
-# because the start holds an own fish. target_shift is the board's bit length, so the two
-# halves never overlap.
+# hits. target_shift is the board's bit length, so the two halves never overlap. A target
+# off the board gets check = off_board, a guard bit (row 0's) that no board mask has and
+# every probe sets: it always hits, and as a one-digit int that AND is the cheapest (about
+# half of all directions lead off the board).
 
 # Per field: the four line masks (see _AXIS_OF), then per direction in enum order the check
 # masks indexed by distance. The eight Move objects live in a table of their own: the move
@@ -55,6 +56,8 @@ class Geometry:
     height: int
     stride: int
     target_shift: int
+    # The guard bit that marks a target off the board (see above).
+    off_board: int
     full: int
     # Bit index of every field, row-major; and the inverse mapping.
     squares: tuple[int, ...]
@@ -115,7 +118,7 @@ def geometry(width: int, height: int) -> Geometry:
         checks = []
         for bits in own_rays:
             # A distance never exceeds the number of fields on its line.
-            off_board = (1 << index) << target_shift
+            off_board = 1 << width
             by_distance = [off_board] * (longest_line + 1)
             jumped = 0
             for distance, target in enumerate(bits, start=1):
@@ -130,6 +133,7 @@ def geometry(width: int, height: int) -> Geometry:
         height=height,
         stride=stride,
         target_shift=target_shift,
+        off_board=1 << width,
         full=full,
         squares=squares,
         coords=coords,

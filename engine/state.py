@@ -343,7 +343,7 @@ class GameState:
                 distance = ((one | two) & geo.lines[index][direction & 3]).bit_count()
                 check = geo.checks[index][direction][distance]
                 shift = geo.target_shift
-                if not check & (opponent | ((own | self._squid) << shift)):
+                if not check & (opponent | geo.off_board | ((own | self._squid) << shift)):
                     return self._moved(start, check >> shift, mover_is_two, move)
         mistake = self.check_move(move)
         # The fast path above accepts exactly the legal moves.
@@ -416,8 +416,8 @@ class GameState:
         else:
             own, opponent = self._one, self._two
         occupied = own | opponent
-        probe = opponent | ((own | self._squid) << self._geo.target_shift)
         geo = self._geo
+        probe = opponent | geo.off_board | ((own | self._squid) << geo.target_shift)
         tables, move_tables = geo.tables, geo.moves
         legal: list[Move] = []
         append = legal.append
@@ -470,8 +470,9 @@ class GameState:
         else:
             own, opponent = self._one, self._two
         occupied = own | opponent
-        probe = opponent | ((own | self._squid) << self._geo.target_shift)
-        tables = self._geo.tables
+        geo = self._geo
+        probe = opponent | geo.off_board | ((own | self._squid) << geo.target_shift)
+        tables = geo.tables
         remaining = own
         while remaining:
             lowest = remaining & -remaining
