@@ -64,10 +64,10 @@ class Geometry:
     coords: dict[int, tuple[int, int]]
     # lines[bit] = the four line masks (see _AXIS_OF) through that field.
     lines: dict[int, tuple[int, int, int, int]]
-    # tables[1 << bit] = the FieldTable of that field, moves[1 << bit] its eight Moves in enum
-    # order; keyed by the field's mask, which the generator has in hand (no bit_length()).
-    tables: dict[int, FieldTable]
-    moves: dict[int, tuple[Move, ...]]
+    # tables[bit] = the FieldTable of that field, moves[bit] its eight Moves in enum order
+    # (None for guard bits).
+    tables: list[FieldTable | None]
+    moves: list[tuple[Move, ...] | None]
     # checks[bit][direction index][distance] = the check mask (see target_shift).
     checks: dict[int, tuple[tuple[int, ...], ...]]
     # axes[direction index] = which of the four lines that direction moves along.
@@ -103,8 +103,8 @@ def geometry(width: int, height: int) -> Geometry:
 
     longest_line = max(width, height)
     lines: dict[int, tuple[int, int, int, int]] = {}
-    tables: dict[int, FieldTable] = {}
-    moves: dict[int, tuple[Move, ...]] = {}
+    tables: list[FieldTable | None] = [None] * (height * stride)
+    moves: list[tuple[Move, ...] | None] = [None] * (height * stride)
     all_checks: dict[int, tuple[tuple[int, ...], ...]] = {}
     rays: dict[int, tuple[tuple[int, ...], ...]] = {}
     for index, (x, y) in coords.items():
@@ -126,8 +126,8 @@ def geometry(width: int, height: int) -> Geometry:
                 jumped |= target
             checks.append(tuple(by_distance))
         all_checks[index] = tuple(checks)
-        moves[1 << index] = tuple(Move(x, y, direction) for direction in DIRECTIONS)
-        tables[1 << index] = (*lines[index], *checks)  # type: ignore[assignment]
+        moves[index] = tuple(Move(x, y, direction) for direction in DIRECTIONS)
+        tables[index] = (*lines[index], *checks)  # type: ignore[assignment]
     return Geometry(
         width=width,
         height=height,

@@ -429,8 +429,8 @@ class GameState:
             (
                 column, diagonal, row, anti,
                 up, up_right, right, down_right, down, down_left, left, up_left,
-            ) = tables[lowest]  # fmt: skip
-            moves = move_tables[lowest]
+            ) = tables[index := lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
+            moves: tuple[Move, ...] = move_tables[index]  # type: ignore[assignment]
             along_column = (occupied & column).bit_count()
             along_diagonal = (occupied & diagonal).bit_count()
             along_row = (occupied & row).bit_count()
@@ -480,7 +480,7 @@ class GameState:
             (
                 column, diagonal, row, anti,
                 up, up_right, right, down_right, down, down_left, left, up_left,
-            ) = tables[lowest]  # fmt: skip
+            ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
             along_column = (occupied & column).bit_count()
             along_diagonal = (occupied & diagonal).bit_count()
             along_row = (occupied & row).bit_count()
