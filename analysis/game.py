@@ -19,9 +19,9 @@ from bots.search import RootAnalysis, SearchBot
 from engine import FieldState, GameState, Move, Team
 
 DEFAULT_NODES = 12_000
-"""Nodes per position by default: a 60-move game in about 20 s on one core (bench/analysis.py
-measured it; docs/analysis.md has the figures and how often the marks agree with 8× the
-nodes)."""
+"""Nodes per position by default: a 60-move game in 19.6 s in one process at load 4
+(bench/analysis.py; docs/analysis.md has the figures and how often the marks agree with 8×
+the nodes)."""
 MAX_NODES = 10_000_000
 MAX_DEPTH = 60
 FORMAT = "piranhas-analysis"

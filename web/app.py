@@ -32,10 +32,12 @@ from client import ConnectionClosed
 from engine import Direction, Move, Team
 from protocol import GAME_TYPE
 from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
+from protocol.messages import Memento, ResultMessage
+from protocol.replay import write_replay
 from server.config import Settings
 from server.feed import LoginGate, ObserverFeed
 from server.limits import address_key, connection_cap, is_loopback, raise_descriptor_limit
-from web import listen
+from web import listen, replays
 from web.analysis import AnalysisJobs
 from web.auth import COOKIE, CSRF_HEADER, SESSION_SECONDS, Session, Sessions, csrf_ok, same_origin
 from web.board import legal_targets, state_json
@@ -166,6 +168,7 @@ class WebViewer:
                 Route("/api/login", self._login, methods=["POST"]),
                 Route("/api/logout", self._guard(self._logout, admin=False), methods=["POST"]),
                 Route("/api/rooms", self._rooms),
+                Route("/api/games/{room_id}/replay", self._game_replay),
                 Route("/api/games/{room_id}", self._game),
                 *ReplayRoutes(self.settings.replay_dir).routes(),
                 *LeagueRoutes(self.league).routes(),
@@ -301,6 +304,31 @@ class WebViewer:
         if view is None:
             return error(404, "no such game")
         return Response(view.to_json(), media_type="application/json")
+
+    async def _game_replay(self, request: Request) -> Response:
+        """A game so far (or over) as an official replay: the live page's download, history
+        and analysis. Built in a worker thread, sharing the replay parsers' slots (503 when
+        they are busy); a game holds at most ~60 states."""
+        view = self.hub.games.get(request.path_params["room_id"])
+        if view is None or not view.states:
+            return error(404, "no such game (or no move yet)")
+        room = view.room_id
+        packets: list[Any] = [Memento(room, state) for state in view.states]
+        if view.result is not None:
+            packets.append(ResultMessage(room, view.result))
+        try:
+            replays.parser_slots.acquire_nowait()
+        except trio.WouldBlock:
+            return error(503, "the server is busy with other replays: try again in a moment")
+        try:
+            data = await trio.to_thread.run_sync(write_replay, room, packets)
+        finally:
+            replays.parser_slots.release()
+        return Response(
+            data,
+            media_type="application/xml",
+            headers={"Content-Disposition": 'attachment; filename="game.xml"'},
+        )
 
     async def _ws_lobby(self, websocket: WebSocket) -> None:
         if await self._refused(websocket):

@@ -126,6 +126,13 @@ def test_the_command_writes_json_a_plain_table_and_annotated_records(
     assert analyze.main(arguments) == 0
     table = capsys.readouterr().out
     assert "??" in table and "accuracy" in table and "turning point" in table
+    suite = tmp_path / "suite.json"
+    assert analyze.main([*arguments, "--format", "ndjson", "--export-positions", str(suite)]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert json.loads(line) == document
+    positions = json.loads(suite.read_text(encoding="utf-8"))["positions"]
+    loser = "TWO" if document["winner"] == "ONE" else "ONE"
+    assert positions and all(p["side"] == loser and p["mark"] in ("?", "??") for p in positions)
     assert analyze.main([*arguments, str(tmp_path / "nothing.xml")]) == 1
     assert "nothing.xml: cannot read" in capsys.readouterr().err
     assert analyze.main([str(path), "--nodes", "5"]) == 2

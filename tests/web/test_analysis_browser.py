@@ -18,6 +18,7 @@ from protocol.messages import Memento, ResultMessage
 from protocol.replay import write_replay
 
 from .conftest import BrowserThread, Running
+from .players import random_bot
 from .test_browser import dom_board, engine_board
 
 pytestmark = pytest.mark.browser
@@ -177,3 +178,44 @@ async def test_play_from_here_starts_a_game_against_a_bot_from_the_position_show
         assert game.state is not None and game.state.turn == start.turn + 2
         assert await browser.run(lambda: dom_board(page)) == engine_board(game.state)
         await browser.run(lambda: screenshot(page, "play-from-here"))
+
+
+async def test_the_live_game_page_jumps_steps_and_analyses_the_game_so_far(
+    running: Running, browser: BrowserThread
+) -> None:
+    running.viewer.analyses.settings = Settings(nodes=1000)
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: random_bot(running.port, seed=11))
+            nursery.start_soon(lambda: random_bot(running.port, seed=12))
+        (room_id,) = running.viewer.hub.games
+        states = running.viewer.hub.games[room_id].states
+        page = await browser.new_page()
+        await browser.run(lambda: page.goto(f"{running.url}/game/{room_id}"))
+        last = len(states) - 1
+        await browser.run(lambda: page.wait_for_selector(f'svg#board[data-index="{last}"]'))
+        # A click on a move shows the position after it; the keys step; "live" comes back.
+        await browser.run(lambda: page.click('#moves tr[data-index="10"]'))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="10"]'))
+        assert await browser.run(lambda: dom_board(page)) == engine_board(states[10])
+        assert await browser.run(lambda: page.is_visible("#history"))
+        await browser.run(page.keyboard.press, "ArrowLeft")
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="9"]'))
+        assert await browser.run(lambda: dom_board(page)) == engine_board(states[9])
+        await browser.run(lambda: page.click("#live"))
+        await browser.run(lambda: page.wait_for_selector(f'svg#board[data-index="{last}"]'))
+        assert await browser.run(lambda: page.is_hidden("#history"))
+        # The game analysed from the page: a mark per move as the analysis gives them.
+        await browser.run(lambda: page.click("#analyse"))
+        await browser.run(lambda: page.wait_for_selector("svg#graph[data-points]"))
+        game = game_from_replay(write_replay("r", [Memento("r", state) for state in states]))
+        with Analyser(Settings(nodes=1000)) as analyser:
+            expected = analyser.analyse(game)
+        shown = await browser.run(
+            lambda: page.eval_on_selector_all(
+                "#moves tr.move",
+                "rows => rows.map(r => [+r.dataset.index, r.children[3].textContent])",
+            )
+        )
+        marks = sorted((index, mark) for index, mark in shown)
+        assert marks == [(m.number, m.mark or "") for m in expected.moves]

@@ -15,6 +15,7 @@ import trio
 from analysis import Analyser, Settings
 from analysis.sources import game_from_replay
 from engine import Direction, GameState, Move
+from protocol.replay import read_replay
 from web import local
 from web.board import move_target
 from web.local import LocalGame
@@ -22,6 +23,7 @@ from web.replays import MAX_UPLOAD_BYTES
 
 from .conftest import Running
 from .httpclient import Browser
+from .players import random_bot
 from .test_analysis_browser import random_game, replay_file
 
 
@@ -212,3 +214,20 @@ async def test_a_local_game_left_alone_ends(monkeypatch: pytest.MonkeyPatch) -> 
         await game.run()
     assert game.ended and game.result is not None and game.result.winner is None
     assert "no move" in game.errors[-1]
+
+
+async def test_a_live_game_downloads_as_a_replay_of_the_states_seen(running: Running) -> None:
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: random_bot(running.port, seed=1))
+            nursery.start_soon(lambda: random_bot(running.port, seed=2))
+        (room_id,) = running.viewer.hub.games
+        view = running.viewer.hub.games[room_id]
+        url = f"{running.url}/api/games/{room_id}/replay"
+        status, data, headers = await trio.to_thread.run_sync(raw_get, url)
+    assert status == 200 and "attachment" in headers["content-disposition"]
+    replay = read_replay(data)
+    assert [state.rows() for state in replay.states] == [state.rows() for state in view.states]
+    assert replay.result == view.result
+    missing = f"{running.url}/api/games/no-such-room/replay"
+    assert (await trio.to_thread.run_sync(raw_get, missing))[0] == 404

@@ -2,6 +2,57 @@
 Web.markNav("lobby");
 const roomId = decodeURIComponent(location.pathname.split("/").pop());
 let game = null, offset = 0, limitMs = 2000;
+// History: the game so far as the replay page's states (fetched when a move is clicked);
+// `viewing` is the state index shown, null for the live position. `marks`/`graph`: analysis.
+let history = null, viewing = null, marks = null, graph = null, flipped = false;
+document.getElementById("download").href = "/api/games/" + encodeURIComponent(roomId) + "/replay";
+async function gameBytes() {
+  const response = await fetch(document.getElementById("download").href);
+  if (!response.ok) throw new Error("the game is not available: " + response.statusText);
+  return await response.blob();
+}
+async function loadHistory() {
+  if (history && game && history.states.length === game.moves.length + 1) return history;
+  const response = await fetch("/api/replays/upload", { method: "POST", body: await gameBytes() });
+  const data = await response.json().catch(() => ({ error: response.statusText }));
+  if (!response.ok) throw new Error(data.error || response.statusText);
+  history = data;
+  return history;
+}
+async function view(index) {
+  try {
+    const states = (await loadHistory()).states;
+    viewing = index == null || index >= states.length - 1 ? null : Math.max(0, index);
+    render();
+  } catch (failure) { document.getElementById("analyse-error").textContent = failure.message; }
+}
+document.getElementById("live").addEventListener("click", () => { viewing = null; render(); });
+document.getElementById("flip").addEventListener("click", () => { flipped = !flipped; render(); });
+document.getElementById("analyse").addEventListener("click", async () => {
+  const progress = document.getElementById("analyse-progress");
+  const failed = document.getElementById("analyse-error");
+  failed.textContent = "";
+  try {
+    const bytes = await gameBytes();
+    const analysis = await Moves.analyse(bytes, (done, total) => {
+      progress.textContent = "analysing: " + done + " of " + total + " moves";
+    });
+    const states = (await loadHistory()).states;
+    const applied = Moves.fromAnalysis(analysis, states);
+    marks = applied.marks; graph = applied.graph;
+    document.getElementById("analysis-summary").textContent = applied.summary;
+    progress.textContent = "analysed up to move " + analysis.moves.length;
+    render();
+  } catch (failure) { failed.textContent = failure.message; progress.textContent = ""; }
+});
+document.addEventListener("keydown", (event) => {
+  if (!game || event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
+  const latest = game.moves.length;
+  const at = viewing == null ? latest : viewing;
+  const keys = { ArrowLeft: at - 1, ArrowUp: at - 1, ArrowRight: at + 1, ArrowDown: at + 1, Home: 0, End: latest };
+  if (event.key in keys) { view(keys[event.key]); event.preventDefault(); }
+  else if (event.key === "f") { flipped = !flipped; render(); }
+});
 fetch("/api/config").then((r) => r.json()).then((config) => { limitMs = config.softTimeoutMs; });
 Web.loadSession().then((session) => {
   document.getElementById("admin").hidden = !session.admin;
@@ -18,8 +69,9 @@ document.getElementById("play-here").addEventListener("click", async () => {
   const failed = document.getElementById("play-here-error");
   failed.textContent = "";
   try {
-    if (!game || !game.state) throw new Error("no position yet");
-    await Web.playFrom(game.state, document.getElementById("play-bot").value);
+    const shown = viewing != null && history ? history.states[viewing] : game && game.state;
+    if (!shown) throw new Error("no position yet");
+    await Web.playFrom(shown, document.getElementById("play-bot").value);
   } catch (failure) { failed.textContent = failure.message; }
 });
 function bar(ms) {
@@ -30,10 +82,18 @@ function bar(ms) {
 function render() {
   const svg = document.getElementById("board");
   document.getElementById("waiting").hidden = !!game.state;
-  if (game.state) {
-    Board.render(svg, game.state);
-    svg.setAttribute("data-turn", game.state.turn);
+  const shown = viewing != null && history ? history.states[viewing] : game.state;
+  const index = viewing != null ? viewing : game.moves.length;
+  if (shown) {
+    const analysed = marks && marks.get(index);
+    Board.render(svg, shown, { flip: flipped, best: analysed && !analysed.bestPlayed ? analysed.best : null });
+    svg.setAttribute("data-turn", shown.turn);
+    svg.setAttribute("data-index", index);
   }
+  document.getElementById("history").hidden = viewing == null;
+  document.getElementById("history-move").textContent = index;
+  document.getElementById("advantage").hidden = !graph;
+  if (graph) Moves.graph(document.getElementById("graph"), graph, index < graph.length ? index : null, view);
   svg.setAttribute("data-status", game.status);
   document.title = game.names.join(" vs ") + " · Piranhas";
   for (const [index, team] of [[0, "ONE"], [1, "TWO"]]) {
@@ -56,10 +116,16 @@ function render() {
     const turn = game.firstTurn + index;
     const team = turn % 2 === 0 ? "ONE" : "TWO";
     const ms = game.moveMs[index];
-    body.prepend(Web.el("tr", {}, Web.el("td", { class: "num" }, turn + 1),
+    const analysed = marks && marks.get(index + 1);
+    const mark = analysed && analysed.mark ? analysed.mark : "";
+    const row = Web.el("tr", { class: "move", "data-index": index + 1 }, Web.el("td", { class: "num" }, turn + 1),
       Web.el("td", { class: team.toLowerCase() }, "●"),
       Web.el("td", {}, `(${move.x}|${move.y}) ${move.dir}`),
-      Web.el("td", { class: "num" }, Web.ms(ms)), Web.el("td", {}, ms == null ? "" : bar(ms))));
+      Web.el("td", { class: "mark " + Moves.markClass(mark), title: analysed ? Moves.title(analysed) : "" }, mark),
+      Web.el("td", { class: "num" }, Web.ms(ms)), Web.el("td", {}, ms == null ? "" : bar(ms)));
+    if (index + 1 === (viewing == null ? game.moves.length : viewing)) row.classList.add("current");
+    row.addEventListener("click", () => view(index + 1));
+    body.prepend(row);
   });
 }
 setInterval(() => {

@@ -26,6 +26,47 @@ const Moves = {
       if (top < box.scrollTop || bottom > box.scrollTop + box.clientHeight) box.scrollTop = top - box.clientHeight / 2;
     }
   },
+  // The analysis JSON (docs/analysis.md) onto `states` (the pages' state JSON): a move's turn
+  // is the turn of the state before it, so its row is the state after that one. Returns
+  // {marks: Map(index -> mark, loss, accuracy, best, bestPlayed), graph: [ONE's win | null]}.
+  fromAnalysis(doc, states) {
+    const marks = new Map();
+    const graph = states.map(() => null);
+    const start = states.findIndex((s) => s.turn === doc.start.turn);
+    for (const m of doc.moves) {
+      const before = states.findIndex((s) => s.turn === m.turn);
+      if (before < 0) continue;
+      const best = { x: m.best.x, y: m.best.y, dir: m.best.direction, to: m.best.to,
+        text: "[" + m.best.x + "|" + m.best.y + "] " + m.best.direction };
+      const played = m.played;
+      marks.set(before + 1, { mark: m.mark, loss: m.loss, accuracy: m.accuracy, best,
+        bestPlayed: played.x === best.x && played.y === best.y && played.direction === best.dir });
+    }
+    if (start >= 0) doc.graph.forEach((v, k) => { if (start + k < graph.length) graph[start + k] = v; });
+    const sides = ["ONE", "TWO"].map((team) => {
+      const s = doc.sides[team];
+      return s.name + ": accuracy " + (s.accuracy == null ? "–" : s.accuracy) + " %, " +
+        s.inaccuracies + " ?!, " + s.mistakes + " ?, " + s.blunders + " ??";
+    }).join(" · ");
+    const turning = doc.turning_point ? " · turning point: move " + doc.turning_point.number : "";
+    return { marks, graph, summary: sides + turning };
+  },
+  // "Analyse this game": post the game's bytes, report progress, resolve to the analysis.
+  async analyse(bytes, onProgress) {
+    const response = await fetch("/api/analysis", { method: "POST", credentials: "same-origin",
+      headers: { "X-CSRF-Token": Web.session.csrf }, body: bytes });
+    let job = await response.json().catch(() => ({ error: response.statusText }));
+    if (!response.ok) throw new Error(job.error || response.statusText);
+    while (job.state === "running") {
+      onProgress(job.done, job.total);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const poll = await fetch("/api/analysis/" + encodeURIComponent(job.job));
+      job = await poll.json().catch(() => ({ error: poll.statusText }));
+      if (!poll.ok) throw new Error(job.error || poll.statusText);
+    }
+    if (job.state === "failed") throw new Error(job.error);
+    return job.analysis;
+  },
   markClass(mark) {
     return { "?!": "inaccuracy", "?": "mistake", "??": "blunder", "!": "only" }[mark] || "";
   },

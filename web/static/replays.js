@@ -76,29 +76,10 @@ function showRecord(data) {
   box.hidden = found.length === 0;
   box.querySelector("ul").replaceChildren(...found.map((text) => Web.el("li", {}, text)));
 }
-// The analysis JSON (docs/analysis.md) onto the states shown: a move's turn is the turn of
-// the state before it, so its row is the state after that one.
 function applyAnalysis(doc) {
-  marks = new Map();
-  graph = replay.states.map(() => null);
-  const start = replay.states.findIndex((s) => s.turn === doc.start.turn);
-  for (const m of doc.moves) {
-    const before = replay.states.findIndex((s) => s.turn === m.turn);
-    if (before < 0) continue;
-    const best = { x: m.best.x, y: m.best.y, dir: m.best.direction, to: m.best.to,
-      text: "[" + m.best.x + "|" + m.best.y + "] " + m.best.direction };
-    const played = m.played;
-    marks.set(before + 1, { mark: m.mark, loss: m.loss, accuracy: m.accuracy, best,
-      bestPlayed: played.x === best.x && played.y === best.y && played.direction === best.dir });
-  }
-  if (start >= 0) doc.graph.forEach((v, k) => { if (start + k < graph.length) graph[start + k] = v; });
-  const summary = ["ONE", "TWO"].map((team) => {
-    const s = doc.sides[team];
-    return s.name + ": accuracy " + (s.accuracy == null ? "–" : s.accuracy) + " %, " +
-      s.inaccuracies + " ?!, " + s.mistakes + " ?, " + s.blunders + " ??";
-  }).join(" · ");
-  const turning = doc.turning_point ? " · turning point: move " + doc.turning_point.number : "";
-  document.getElementById("analysis-summary").textContent = summary + turning;
+  const applied = Moves.fromAnalysis(doc, replay.states);
+  marks = applied.marks; graph = applied.graph;
+  document.getElementById("analysis-summary").textContent = applied.summary;
   show(index);
 }
 // The game's own bytes: the server's file, the league record or the uploaded file.
@@ -115,21 +96,11 @@ async function analyse() {
   const shown = replay;
   failed.textContent = ""; button.disabled = true;
   try {
-    const response = await fetch("/api/analysis", { method: "POST", credentials: "same-origin",
-      headers: { "X-CSRF-Token": Web.session.csrf }, body: await gameBytes() });
-    let job = await response.json().catch(() => ({ error: response.statusText }));
-    if (!response.ok) throw new Error(job.error || response.statusText);
-    while (job.state === "running") {
-      progress.textContent = "analysing: " + job.done + " of " + job.total + " moves";
-      progress.setAttribute("data-done", job.done);
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      const poll = await fetch("/api/analysis/" + encodeURIComponent(job.job));
-      job = await poll.json().catch(() => ({ error: poll.statusText }));
-      if (!poll.ok) throw new Error(job.error || poll.statusText);
-    }
-    if (job.state === "failed") throw new Error(job.error);
-    progress.textContent = "analysed (" + job.analysis.settings.nodes + " nodes a position)";
-    if (replay === shown) applyAnalysis(job.analysis);
+    const analysis = await Moves.analyse(await gameBytes(), (done, total) => {
+      progress.textContent = "analysing: " + done + " of " + total + " moves";
+    });
+    progress.textContent = "analysed (" + analysis.settings.nodes + " nodes a position)";
+    if (replay === shown) applyAnalysis(analysis);
   } catch (failure) { failed.textContent = failure.message; progress.textContent = ""; }
   finally { button.disabled = false; }
 }
