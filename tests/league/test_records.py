@@ -24,10 +24,12 @@ from league.records import (
     RecordMove,
     read_record,
     record_game,
+    refused_move,
     to_replay,
     verify,
     write_record,
 )
+from protocol.messages import Memento, RoomError
 from protocol.replay import read_replay
 
 SEED = 4242
@@ -261,3 +263,30 @@ def test_the_documented_example_reads() -> None:
     assert len(record.moves) == 3 and record.moves[0].ms == 171.386
     assert record.result.scores == ((2, 12), (0, 5))
     assert record.result.winner is Team.ONE
+
+
+def test_the_refused_move_comes_from_the_room_error_of_a_rule_violation() -> None:
+    state, moves = play(1, moves=6)
+    mover = state.current_team
+    illegal = next(
+        Move(x, y, direction)
+        for y in range(10)
+        for x in range(10)
+        for direction in Direction
+        if state.check_move(Move(x, y, direction)) is not None
+    )
+    error = InvalidMoveError(state.check_move(illegal), illegal)  # type: ignore[arg-type]
+    violation = Violation(ViolationKind.RULE_VIOLATION, str(error))
+    violations = (violation, None) if mover is Team.ONE else (None, violation)
+    entries = [
+        PlayerEntry(Team.ONE, NAMES[0], violations[0]),
+        PlayerEntry(Team.TWO, NAMES[1], violations[1]),
+    ]
+    result = game_result(state, entries)
+    packets = [Memento("r", state), RoomError("r", "Ungueltiger Zug", illegal)]
+    assert refused_move(result, packets) == illegal
+    record = make_record([*moves, illegal], state, violations)
+    assert verify(record) == []
+    assert verify(make_record(moves, state, violations))  # without it: a discrepancy
+    no_violation = game_result(state, [PlayerEntry(Team.ONE, "a"), PlayerEntry(Team.TWO, "b")])
+    assert refused_move(no_violation, packets) is None
