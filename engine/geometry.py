@@ -30,12 +30,13 @@ _AXIS_OF = {
 }
 
 # The move generator folds its three checks into one AND. With
-#     probe = opponent | (own_or_squid << target_shift)
+#     probe = opponent | off_board | (own_or_squid << target_shift)
 # a move is legal iff not probe & check, where check = (fields jumped over) |
 # (target << target_shift): an opponent under the path or an own fish/squid on the target
-# hits. A target off the board gets check = start << target_shift, which always hits
-# because the start holds an own fish. target_shift is the board's bit length, so the two
-# halves never overlap.
+# hits. target_shift is the board's bit length, so the two halves never overlap. A target
+# off the board gets check = off_board, a guard bit (row 0's) that no board mask has and
+# every probe sets: it always hits, and as a one-digit int that AND is the cheapest (about
+# half of all directions lead off the board).
 
 # Per field: the four line masks (see _AXIS_OF), then per direction in enum order the check
 # masks indexed by distance. The eight Move objects live in a table of their own: the move
@@ -55,16 +56,18 @@ class Geometry:
     height: int
     stride: int
     target_shift: int
+    # The guard bit that marks a target off the board (see above).
+    off_board: int
     full: int
     # Bit index of every field, row-major; and the inverse mapping.
     squares: tuple[int, ...]
     coords: dict[int, tuple[int, int]]
     # lines[bit] = the four line masks (see _AXIS_OF) through that field.
     lines: dict[int, tuple[int, int, int, int]]
-    # tables[1 << bit] = the FieldTable of that field, moves[1 << bit] its eight Moves in enum
-    # order; keyed by the field's mask, which the generator has in hand (no bit_length()).
-    tables: dict[int, FieldTable]
-    moves: dict[int, tuple[Move, ...]]
+    # tables[bit] = the FieldTable of that field, moves[bit] its eight Moves in enum order
+    # (None for guard bits).
+    tables: list[FieldTable | None]
+    moves: list[tuple[Move, ...] | None]
     # checks[bit][direction index][distance] = the check mask (see target_shift).
     checks: dict[int, tuple[tuple[int, ...], ...]]
     # axes[direction index] = which of the four lines that direction moves along.
@@ -100,8 +103,8 @@ def geometry(width: int, height: int) -> Geometry:
 
     longest_line = max(width, height)
     lines: dict[int, tuple[int, int, int, int]] = {}
-    tables: dict[int, FieldTable] = {}
-    moves: dict[int, tuple[Move, ...]] = {}
+    tables: list[FieldTable | None] = [None] * (height * stride)
+    moves: list[tuple[Move, ...] | None] = [None] * (height * stride)
     all_checks: dict[int, tuple[tuple[int, ...], ...]] = {}
     rays: dict[int, tuple[tuple[int, ...], ...]] = {}
     for index, (x, y) in coords.items():
@@ -115,7 +118,7 @@ def geometry(width: int, height: int) -> Geometry:
         checks = []
         for bits in own_rays:
             # A distance never exceeds the number of fields on its line.
-            off_board = (1 << index) << target_shift
+            off_board = 1 << width
             by_distance = [off_board] * (longest_line + 1)
             jumped = 0
             for distance, target in enumerate(bits, start=1):
@@ -123,13 +126,14 @@ def geometry(width: int, height: int) -> Geometry:
                 jumped |= target
             checks.append(tuple(by_distance))
         all_checks[index] = tuple(checks)
-        moves[1 << index] = tuple(Move(x, y, direction) for direction in DIRECTIONS)
-        tables[1 << index] = (*lines[index], *checks)  # type: ignore[assignment]
+        moves[index] = tuple(Move(x, y, direction) for direction in DIRECTIONS)
+        tables[index] = (*lines[index], *checks)  # type: ignore[assignment]
     return Geometry(
         width=width,
         height=height,
         stride=stride,
         target_shift=target_shift,
+        off_board=1 << width,
         full=full,
         squares=squares,
         coords=coords,

@@ -343,7 +343,7 @@ class GameState:
                 distance = ((one | two) & geo.lines[index][direction & 3]).bit_count()
                 check = geo.checks[index][direction][distance]
                 shift = geo.target_shift
-                if not check & (opponent | ((own | self._squid) << shift)):
+                if not check & (opponent | geo.off_board | ((own | self._squid) << shift)):
                     return self._moved(start, check >> shift, mover_is_two, move)
         mistake = self.check_move(move)
         # The fast path above accepts exactly the legal moves.
@@ -416,8 +416,8 @@ class GameState:
         else:
             own, opponent = self._one, self._two
         occupied = own | opponent
-        probe = opponent | ((own | self._squid) << self._geo.target_shift)
         geo = self._geo
+        probe = opponent | geo.off_board | ((own | self._squid) << geo.target_shift)
         tables, move_tables = geo.tables, geo.moves
         legal: list[Move] = []
         append = legal.append
@@ -429,8 +429,8 @@ class GameState:
             (
                 column, diagonal, row, anti,
                 up, up_right, right, down_right, down, down_left, left, up_left,
-            ) = tables[lowest]  # fmt: skip
-            moves = move_tables[lowest]
+            ) = tables[index := lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
+            moves: tuple[Move, ...] = move_tables[index]  # type: ignore[assignment]
             along_column = (occupied & column).bit_count()
             along_diagonal = (occupied & diagonal).bit_count()
             along_row = (occupied & row).bit_count()
@@ -470,8 +470,9 @@ class GameState:
         else:
             own, opponent = self._one, self._two
         occupied = own | opponent
-        probe = opponent | ((own | self._squid) << self._geo.target_shift)
-        tables = self._geo.tables
+        geo = self._geo
+        probe = opponent | geo.off_board | ((own | self._squid) << geo.target_shift)
+        tables = geo.tables
         remaining = own
         while remaining:
             lowest = remaining & -remaining
@@ -479,7 +480,7 @@ class GameState:
             (
                 column, diagonal, row, anti,
                 up, up_right, right, down_right, down, down_left, left, up_left,
-            ) = tables[lowest]  # fmt: skip
+            ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
             along_column = (occupied & column).bit_count()
             along_diagonal = (occupied & diagonal).bit_count()
             along_row = (occupied & row).bit_count()

@@ -29,16 +29,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from analysis import DEFAULT_NODES, Analyser, AnalysisError, Game, Settings
+from analysis.annotate import AnnotationError, read_annotation
+from analysis.game import summarise
 from analysis.sources import SourceError, game_from_record, game_from_replay
 from engine import Direction, Move
 from web.auth import Session
 from web.board import move_target
 from web.http import error, read_body
 from web.league import looks_like_record
-from web.replays import MAX_UPLOAD_BYTES
 
 log = structlog.get_logger("web.analysis")
 
+MAX_UPLOAD_BYTES = 1024 * 1024  # as the replay page's upload (web.replays)
 MAX_ANALYSIS_BYTES = 2 * 1024 * 1024  # after gunzip, as the replay page's own parser
 MAX_MOVES = 200  # a game of the rules has at most 60; a loaded start position no more
 RUNNING = 1  # analyses at once: each keeps one core busy for ~20 s (60 moves, 12 000 nodes)
@@ -146,10 +148,11 @@ class AnalysisJobs:
 
     async def _run(self, job: Job, game: Game) -> None:
         settings, deadline = self.settings, job.started + self.deadline
+        stopped = False  # set when the viewer stops: the thread ends at its next position
 
         def progress(done: int, total: int) -> None:
             job.done = done  # one int, read by the loop's thread: no lock needed
-            if time.monotonic() > deadline:
+            if stopped or time.monotonic() > deadline:
                 raise _TooLong
 
         def work() -> dict[str, Any]:
@@ -157,7 +160,13 @@ class AnalysisJobs:
                 return _with_targets(game, analyser.analyse(game, progress).as_json())
 
         try:
-            job.result = await trio.to_thread.run_sync(work)
+            # Abandoned on cancellation (a viewer shutting down does not wait for a search);
+            # `stopped` then ends the thread too.
+            job.result = await trio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except trio.Cancelled:
+            stopped = True
+            job.failure = "the viewer stopped"
+            raise
         except _TooLong:
             job.failure = f"the analysis took longer than {self.deadline:g} s and was stopped"
         except (AnalysisError, ValueError) as failure:
@@ -192,3 +201,24 @@ def _with_targets(game: Game, document: dict[str, Any]) -> dict[str, Any]:
         target = move_target(state, Move(best["x"], best["y"], Direction[best["direction"]]))
         best["to"] = list(target)
     return document
+
+
+def recorded_analysis(data: bytes) -> dict[str, Any] | None:
+    """The analysis written into a league game record (`piranhas-analyze --annotate`), as the
+    JSON of "Analyse this game"; None without one, or when it does not fit the record's moves
+    (`piranhas-analyze` checks those: docs/game-records.md)."""
+    try:
+        annotation = read_annotation(data)
+        if annotation is None:
+            return None
+        _, game = game_from_record(data, "record")
+    except (AnnotationError, SourceError):
+        return None
+    if not annotation.moves or len(annotation.moves) != len(game.moves):
+        return None
+    states = game.states()
+    answers = [answer for answer, _, _ in annotation.moves]
+    if any(state.check_move(a.best) is not None for a, state in zip(answers, states, strict=False)):
+        return None
+    analysed = summarise(game, annotation.settings, states, answers)
+    return _with_targets(game, analysed.as_json())

@@ -29,6 +29,7 @@ from starlette.routing import Route
 from engine import Team
 from protocol import RemoteProtocolError
 from protocol.replay import read_replay
+from web.analysis import recorded_analysis
 from web.board import state_json
 from web.http import error, read_body
 from web.hub import result_json
@@ -239,6 +240,7 @@ def replay_json(data: bytes) -> str:
         if inflater.unconsumed_tail:
             raise ValueError(f"more than {MAX_REPLAY_BYTES} bytes uncompressed")
     extra: dict[str, Any] = {}
+    original = data
     if looks_like_record(data):
         # A league game record: replayed by the engine into an official replay, and checked.
         record, data, discrepancies = record_replay(data)
@@ -251,6 +253,8 @@ def replay_json(data: bytes) -> str:
                 "date": record.date,
             },
             "discrepancies": discrepancies,
+            # An annotated record (piranhas-analyze --annotate) shows its analysis at once.
+            "analysis": recorded_analysis(original),
         }
     replay = read_replay(data)
     if not replay.states:

@@ -120,6 +120,10 @@ function load(data, name, turn, league, file) {
   document.getElementById("upload-error").textContent = "";
   showRecord(data);
   if (turn != null && !Number.isNaN(turn)) showTurn(turn); else show(0);
+  if (data.analysis) {
+    applyAnalysis(data.analysis);
+    document.getElementById("analyse-progress").textContent = "the analysis written in the record";
+  }
 }
 async function loadServerReplay(name, turn) {
   const response = await fetch("/api/replays/" + encodeURIComponent(name));
