@@ -62,8 +62,10 @@ async def wait_until_gone(marker: str, seconds: float = 10.0) -> None:
 async def test_killed_at_random_points_the_league_resumes_to_exactly_one_result_per_game(
     tmp_path: Path,
 ) -> None:
+    # 20 ms a move: a game lasts about a second, so the league (24 games) outlasts the first
+    # kills even on an idle machine (without it, it once finished before the first signal).
     teams: dict[str, list[str] | str] = {
-        f"bot{index}": [*FAST_BOT, "--seed", str(index)] for index in range(4)
+        f"bot{index}": [*FAST_BOT, "--seed", str(index), "--delay", "0.02"] for index in range(4)
     }
     path = league_file(tmp_path, teams, games=4)
     database = tmp_path / "league.sqlite"
