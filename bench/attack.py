@@ -73,6 +73,7 @@ from typing import Any
 
 import trio
 
+from bench.attackclient import Client, probe_command
 from bench.serverprocess import (
     PASSWORD,
     REPO,
@@ -82,7 +83,7 @@ from bench.serverprocess import (
     stop_server,
 )
 from bench.serverprocess import start_server as start_server_process
-from protocol import GAME_TYPE, ClientConnection, NeedData
+from protocol import GAME_TYPE
 from protocol.events import (
     Authenticate,
     JoinPrepared,
@@ -97,7 +98,6 @@ from protocol.messages import (
     MoveRequest,
     Prepared,
     ResultMessage,
-    ServerMessage,
 )
 from protocol.replay import read_replay
 from server.limits import EPISODE_QUIET_SECONDS
@@ -115,45 +115,6 @@ Attack = Callable[[trio.SocketStream], Awaitable[None]]
 
 
 # ---------------------------------------------------------------- probe (its own process)
-
-
-class Client:
-    """A socket speaking the protocol through ClientConnection. Not `client.ClientSession`:
-    the descriptor scenarios open the probe's connections early (`<protocol>` now, the first
-    packet when the attack has taken the rest), which the session does not do."""
-
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream = stream
-        self.connection = ClientConnection()
-        self.said_protocol = False  # `<protocol>` already sent by `open_early`
-
-    @classmethod
-    async def connect(cls, port: int) -> Client:
-        return cls(await trio.open_tcp_stream("127.0.0.1", port))
-
-    async def open_early(self) -> None:
-        """Say `<protocol>` now (within the server's protocolDeadline) and the first packet
-        later: a connection held open for a game that starts after an attacker took the rest."""
-        await self.stream.send_all(b"<protocol>")
-        self.said_protocol = True
-
-    async def send(self, packet: object) -> None:
-        data = self.connection.send(packet)  # type: ignore[arg-type]
-        if self.said_protocol:
-            data, self.said_protocol = data.removeprefix(b"<protocol>"), False
-        await self.stream.send_all(data)
-
-    async def receive(self) -> ServerMessage | None:
-        """The next message, or None at the end of the stream."""
-        while True:
-            try:
-                event = self.connection.next_event()
-            except Exception:
-                return None
-            if not isinstance(event, NeedData):
-                return event
-            data = await self.stream.receive_some(65536)
-            self.connection.receive_data(data)
 
 
 async def instant_bot(
@@ -345,19 +306,6 @@ def start_server(
         extra, cwd=workdir, root=args.server_root, log=log, descriptors=descriptors
     )
     return server, server.port
-
-
-def probe_command(args: argparse.Namespace, port: int, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "bench.attack",
-        "--probe",
-        str(port),
-        "--probe-seconds",
-        str(args.probe_seconds),
-        *extra,
-    ]
 
 
 async def run_scenario(name: str, args: argparse.Namespace) -> dict[str, object]:

@@ -48,6 +48,7 @@ import trio
 import wsproto
 import wsproto.events as ws
 
+from bench.attackclient import Client, probe_command
 from bench.serverprocess import PASSWORD, ServerProcess, cpu_seconds
 from bench.serverprocess import start_server as start_server_process
 
@@ -268,7 +269,6 @@ async def ws_fragments(target: Target, nursery: trio.Nursery) -> None:
 
 async def prepare_paused_room(port: int) -> str:
     """A paused prepared room (from 127.0.0.1, the admin), for `/ws/game/<room>`."""
-    from bench.attack import Client
     from protocol import GAME_TYPE
     from protocol.events import Authenticate, Prepare, SlotDescriptor
     from protocol.messages import Prepared
@@ -647,7 +647,6 @@ def tracebacks(log: Path) -> int:
 
 async def run_web_scenario(name: str, args: argparse.Namespace) -> dict[str, object]:
     """One web or input scenario: the server with its viewer, the attack, the probe."""
-    from bench.attack import probe_command
 
     scenario = WEB_SCENARIOS[name]
     workdir = Path(tempfile.mkdtemp(prefix="bench-attack-web-"))
