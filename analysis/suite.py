@@ -6,7 +6,7 @@ and writes the position before it, the side to move, the best move(s) and the mo
 played. `score` judges a bot's answer to one position: `best` (one of the best moves),
 `acceptable` (another move the analysis does not mark `?` or `??`), `mistake` (marked
 `?`/`??` again) or `repeated` (the very move that was played before). `piranhas-match
-positions SUITE --player1 CMD` plays each position as a real game (runner.positions).
+positions SUITE --player1 CMD` plays each position as a real game (analysis.positions).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import trio
 
+from analysis.lost import analyse_lost
 from client import ConnectionClosed
 from launching import MatchError
 from runner.display import Display, display_for
@@ -50,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["reproduce"]:
         return reproduce_main(arguments[1:])
     if arguments[:1] == ["positions"]:
-        from runner.positions import main as positions_main
+        from analysis.positions import main as positions_main
 
         return positions_main(arguments[1:])
     try:
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with display_for(match.out, options.games, len(match.played)) as display:
             match.display = display
-            status = trio.run(run_match, options, match, events)
+            status = trio.run(run_match, options, match, events, analyse_lost)
     except BaseException as error:
         match_error = find_exception(error, MatchError)
         if match_error is not None:

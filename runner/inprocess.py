@@ -18,6 +18,7 @@ from contextlib import ExitStack, asynccontextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -27,7 +28,13 @@ from runner.timing import ServerGames
 from server.config import Settings
 from server.exits import lone_exception
 
-__all__ = ["in_process_server"]
+__all__ = ["in_process_server", "server_settings"]
+
+
+def server_settings(**changes: Any) -> Settings:
+    """The server's default settings with `changes` (field names of server.config.Settings),
+    for callers that start an in-process server without importing the server themselves."""
+    return replace(Settings(), **changes)
 
 
 @asynccontextmanager

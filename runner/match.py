@@ -20,7 +20,6 @@ import trio
 
 from engine import GameState, Team
 from launching import MatchError
-from protocol.messages import Memento
 from runner.game import GameSpec, Observation, ServerAddress, Watcher
 from runner.inprocess import in_process_server
 from runner.launchers import docker_image
@@ -38,9 +37,20 @@ DEFAULT_HARD_TIMEOUT = 10.0  # the official hard timeout; assumed for a server w
 DEFAULT_SOFT_TIMEOUT = 2.0  # the official soft timeout (the 2 s move clock), assumed likewise
 
 
-async def run_match(options: Options, match: Scoreboard, events: EventLog | None = None) -> int:
+LostGames = Callable[[Options, list[Observation], Callable[[str], None]], None]
+"""`--analyze`'s work on the games player1 lost (analysis.lost, wired in by the command):
+called in a worker thread after the last game."""
+
+
+async def run_match(
+    options: Options,
+    match: Scoreboard,
+    events: EventLog | None = None,
+    analyse_lost: LostGames | None = None,
+) -> int:
     """Play the games; returns the exit status. Raises MatchError for the status-2 ends.
-    Games already in `match.played` (a resumed run) are not played again."""
+    Games already in `match.played` (a resumed run) are not played again. With
+    `options.analyze` set, the games player1 lost go to `analyse_lost` at the end."""
     events = events or EventLog(None)
     try:
         options.log_dir.mkdir(parents=True, exist_ok=True)
@@ -70,7 +80,7 @@ async def run_match(options: Options, match: Scoreboard, events: EventLog | None
         # and their bots are gone, also after Ctrl+C.
         async with trio.open_nursery() as match_nursery:
             match_nursery.start_soon(cancel_on_signal, match_nursery.cancel_scope, interrupted)
-            await play(options, match, events, server, reaper)
+            await play(options, match, events, server, reaper, analyse_lost)
             match_nursery.cancel_scope.cancel()  # the signal watcher
     if interrupted.is_set():
         return ExitCode.INTERRUPTED
@@ -79,7 +89,12 @@ async def run_match(options: Options, match: Scoreboard, events: EventLog | None
 
 
 async def play(
-    options: Options, match: Scoreboard, events: EventLog, server: ServerAddress, reaper: BotReaper
+    options: Options,
+    match: Scoreboard,
+    events: EventLog,
+    server: ServerAddress,
+    reaper: BotReaper,
+    analyse_lost: LostGames | None = None,
 ) -> None:
     """Play the games not played yet on `server`, recording each as it ends."""
     if options.concurrency > 1:
@@ -95,7 +110,11 @@ async def play(
     lost: list[Observation] = []
 
     async def record(observation: Observation) -> None:
-        if options.analyze is not None and player1_lost(observation, options.names):
+        if (
+            analyse_lost
+            and options.analyze is not None
+            and player1_lost(observation, options.names)
+        ):
             lost.append(observation)
         replay = await save(options, observation)
         summary = observation.summary
@@ -133,7 +152,7 @@ async def play(
         reaper=reaper,
     )
     await schedule.play()
-    if lost:
+    if lost and analyse_lost is not None:
         lost.sort(key=lambda observation: observation.summary.number)
         await trio.to_thread.run_sync(analyse_lost, options, lost, match.say)
 
@@ -145,44 +164,6 @@ def player1_lost(observation: Observation, names: tuple[str, str]) -> bool:
         return False
     player1_team = Team.ONE if observation.summary.one == 0 else Team.TWO
     return winner is not player1_team
-
-
-def analyse_lost(options: Options, lost: list[Observation], say: Callable[[str], None]) -> None:
-    """`--analyze`: each lost game analysed at the default settings from the observed states
-    (docs/analysis.md); its figures printed, the analysis written as JSON into the log dir."""
-    from analysis import Analyser, AnalysisError, Game, Settings
-    from analysis.report import json_text, summary_lines
-
-    say(f"analysing the {len(lost)} games {options.names[0]} lost")
-    try:
-        settings = Settings(nodes=options.analyze)
-    except AnalysisError as error:
-        say(f"--analyze: {error}")
-        return
-    with Analyser(settings) as analyser:
-        for observation in lost:
-            states = [p.state for p in observation.packets if isinstance(p, Memento)]
-            if len(states) < 2:
-                continue
-            summary = observation.summary
-            names = (options.names[summary.one], options.names[1 - summary.one])
-            moves = tuple(state.last_move for state in states[1:] if state.last_move)
-            game = Game(
-                states[0],
-                moves,
-                names,
-                f"game {summary.number}",
-                summary.result.winner,
-                summary.result.reason,
-            )
-            analysis = analyser.analyse(game)
-            path = options.log_dir / f"analysis-game{summary.number}.json"
-            try:
-                path.write_text(json_text(analysis), encoding="utf-8")
-            except OSError as error:
-                say(f"game {summary.number}: cannot write {path}: {error}")
-            for line in summary_lines(analysis):
-                say(f"game {summary.number}: {line}")
 
 
 def board_drawer(match: Scoreboard) -> Watcher:

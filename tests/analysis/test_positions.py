@@ -1,4 +1,4 @@
-"""analysis.suite and `piranhas-match positions` (runner.positions): a suite of positions
+"""analysis.suite and `piranhas-match positions` (analysis.positions): a suite of positions
 played as real games from those positions; a bot that plays the analysis's best move scores
 100 %, a random bot low."""
 
@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis import Analyser, Game, Settings
+from analysis import Analyser, Game, Settings, positions
 from analysis.suite import Suite, SuiteError, export, loads
 from bots import Bot, RandomBot, SearchBot
 from engine import GameState, Team
-from runner import positions
 
 NODES = 1000
 BEST_BOT = Path(__file__).with_name("best_bot.py")

@@ -17,13 +17,9 @@ otherwise, 2 for bad options or an unreadable suite.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import secrets
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 import trio
@@ -33,6 +29,7 @@ from client import ClientSession, ConnectionClosed
 from engine import Move, Team
 from launching import MatchError
 from protocol.messages import JoinedGameRoom, Left, Memento, ResultMessage
+from runner.inprocess import in_process_server, server_settings
 from runner.options import player_command
 from runner.processes import start_process
 
@@ -40,32 +37,19 @@ PROGRAM = "piranhas-match positions"
 ANSWER_LIMIT = 30.0  # seconds for the bot to join and move (the hard timeout is 10 s)
 
 
-async def play_position(position: Position, argv: Sequence[str], log_path: Path) -> Move | None:
-    """Play `position` with the bot `argv` to move; its first move, or None when it made
-    none (timeout, illegal move, crash). Raises MatchError when the server or the bot
-    cannot be started."""
-    from server.app import serve
-    from server.config import Settings
-
-    settings = replace(
-        Settings(),
-        host="127.0.0.1",
-        port=0,
-        password=secrets.token_urlsafe(18),
-        results_file=None,
-        save_replay=False,
-        start_state=position.state,
-    )
-    stop = trio.Event()
+async def play_position(
+    position: Position, argv: Sequence[str], log_path: Path, server_log: Path
+) -> Move | None:
+    """Play `position` with the bot `argv` to move, on the match core's in-process server
+    (runner.inprocess; its log to `server_log`); the bot's first move, or None when it made
+    none (timeout, illegal move, crash). Raises MatchError when the server or the bot cannot
+    be started."""
+    settings = server_settings(results_file=None, save_replay=False, start_state=position.state)
     answer: Move | None = None
-    async with trio.open_nursery() as nursery:
-        port: int = await nursery.start(partial(serve, settings, stop=stop, handle_signals=False))
-        command = [*argv, "--host", "127.0.0.1", "--port", str(port)]
-        try:
-            with trio.move_on_after(ANSWER_LIMIT):
-                answer = await _first_move(position, command, port, settings.password, log_path)
-        finally:
-            stop.set()
+    async with in_process_server(settings, server_log) as server:
+        command = [*argv, "--host", "127.0.0.1", "--port", str(server.port)]
+        with trio.move_on_after(ANSWER_LIMIT):
+            answer = await _first_move(position, command, server.port, server.password, log_path)
     return answer
 
 
@@ -163,7 +147,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not suite.positions:
         print(f"{PROGRAM}: {options.suite}: the suite has no positions", file=sys.stderr)
         return 2
-    _quiet_server_logs(options.log_dir / "server.log")
     try:
         verdicts = trio.run(_play_all, suite, command, options.log_dir)
     except MatchError as error:
@@ -192,7 +175,9 @@ async def _play_all(suite: Suite, command: list[str], log_dir: Path) -> list[Ver
     verdicts = []
     total = len(suite.positions)
     for number, position in enumerate(suite.positions, start=1):
-        answer = await play_position(position, command, log_dir / f"position{number}.log")
+        answer = await play_position(
+            position, command, log_dir / f"position{number}.log", log_dir / "server.log"
+        )
         verdict = await trio.to_thread.run_sync(score, position, answer, suite.settings)
         verdicts.append(verdict)
         shown = "-" if answer is None else f"{answer.x},{answer.y} {answer.direction.name}"
@@ -202,12 +187,3 @@ async def _play_all(suite: Suite, command: list[str], log_dir: Path) -> list[Ver
             flush=True,
         )
     return verdicts
-
-
-def _quiet_server_logs(path: Path) -> None:
-    """The in-process servers log every move: to a file, not between the verdicts."""
-    from server.logs import configure_logging
-
-    with contextlib.suppress(OSError):
-        stream = path.open("a", encoding="utf-8")
-        configure_logging("console", "info", stream=stream, cache=False)
