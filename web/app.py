@@ -36,11 +36,20 @@ from protocol.messages import Memento, ResultMessage
 from protocol.replay import write_replay
 from server.config import Settings
 from server.feed import LoginGate, ObserverFeed
-from server.limits import address_key, connection_cap, is_loopback, raise_descriptor_limit
+from server.limits import connection_cap, is_loopback, raise_descriptor_limit
 from web import listen, replays
 from web.analysis import AnalysisJobs
-from web.auth import COOKIE, CSRF_HEADER, SESSION_SECONDS, Session, Sessions, csrf_ok, same_origin
-from web.board import legal_targets, state_json
+from web.auth import (
+    COOKIE,
+    CSRF_HEADER,
+    Session,
+    Sessions,
+    client_address,
+    csrf_ok,
+    is_secure,
+    same_origin,
+    set_session_cookie,
+)
 from web.gate import AsyncGate, GateUnavailable, LocalGate, OpenGate
 from web.http import (
     PAGE_HEADERS,
@@ -52,13 +61,13 @@ from web.http import (
     refuse_large_body,
     refuse_slow_body,
 )
-from web.hub import Change, GameHub, result_json
+from web.hub import Change, GameHub
 from web.league import LeagueView
 from web.league_routes import LeagueRoutes
 from web.listen import ProxyHeaders, WebAdmission
 from web.local import BOTS, LocalGame, StartError, start_state
 from web.replays import ReplayRoutes
-from web.sc import HumanPlayer, admin_request
+from web.sc import HumanPlayer, admin_request, player_json
 
 log = structlog.get_logger("web")
 
@@ -70,8 +79,7 @@ MAX_HUMANS = 100
 # Games a visitor without a login may play at once (open play: see `WebViewer.open_play`).
 MAX_GAMES_PER_SESSION = 2
 LOGIN_FAILURE_DELAY = 1.0
-# Pages send moves of ~50 bytes and nothing else: a larger WebSocket message closes the socket
-# (1009) before it is buffered.
+# Pages send ~50-byte moves only: a larger WebSocket message closes the socket (1009) unread.
 WS_MAX_MESSAGE = 4096
 
 
@@ -223,7 +231,7 @@ class WebViewer:
             }
         )
         if fresh:
-            _set_cookie(response, session, request)
+            set_session_cookie(response, session, request)
         return response
 
     async def _config(self, request: Request) -> Response:
@@ -242,7 +250,7 @@ class WebViewer:
             return error(403, "cross-site request or missing CSRF token refused")
         body = await json_body(request)
         password = body.get("password") if isinstance(body, dict) else None
-        address = _client_address(request)
+        address = client_address(request)
         try:
             # The game server's lockout, shared with its admin port: a locked-out address
             # is refused without a look at the password.
@@ -260,14 +268,14 @@ class WebViewer:
             return error(503, "logins are not possible right now")
         log.info("web login", address=address)
         response = JSONResponse({"admin": True, "play": True, "csrf": admin.csrf})
-        _set_cookie(response, admin, request)
+        set_session_cookie(response, admin, request)
         return response
 
     async def _logout(self, request: Request, session: Session) -> Response:
         self.sessions.logout(session)
         response = JSONResponse({"admin": False})
         response.delete_cookie(
-            COOKIE, path="/", httponly=True, samesite="strict", secure=_secure(request)
+            COOKIE, path="/", httponly=True, samesite="strict", secure=is_secure(request)
         )
         return response
 
@@ -340,7 +348,7 @@ class WebViewer:
         """Over a WebSocket cap (total, per address): refused before the handshake (an HTTP
         403), so it never holds a socket's buffers. The TCP connections are capped by
         `web.listen` too; this also counts sockets that share a connection (HTTP/2)."""
-        address = _client_address(websocket)
+        address = client_address(websocket)
         settings = self.settings
         exempt = address in self.admission.proxies or (
             is_loopback(address) and not settings.per_address_limit_on_loopback
@@ -375,7 +383,7 @@ class WebViewer:
         """Send the latest snapshot when it changed, at most `rate` (default `viewer_rate`)
         times a second, until the viewer leaves (its receive side is watched, or its task
         would leak)."""
-        address = _client_address(websocket)
+        address = client_address(websocket)
         self.viewers += 1
         self.sockets_by_address[address] = self.sockets_by_address.get(address, 0) + 1
         try:
@@ -583,50 +591,10 @@ class WebViewer:
 
         # A person waits for the bot's answer: a faster rate than for watchers.
         await self._pump(
-            websocket, player.change, partial(_human_json, player), on_message, PLAYER_RATE
+            websocket, player.change, partial(player_json, player), on_message, PLAYER_RATE
         )
 
     @staticmethod
     def _envelope(payload: str) -> str:
         # The server's wall clock lets the page show running clocks without clock skew.
         return f'{{"now":{time.time():.3f},"data":{payload}}}'
-
-
-def _human_json(player: HumanPlayer | LocalGame) -> str:
-    state = player.state
-    return json.dumps(
-        {
-            "room": player.room_id,
-            "team": player.team.name if player.team is not None else None,
-            "state": state_json(state, player.previous) if state is not None else None,
-            "myTurn": player.my_turn,
-            "legal": legal_targets(state) if state is not None and player.my_turn else {},
-            "requestedAt": player.requested_at,
-            "result": result_json(player.result),
-            "errors": player.errors[-5:],
-            "ended": player.ended,
-        },
-        separators=(",", ":"),
-    )
-
-
-def _secure(request: Request) -> bool:
-    # https as the browser sees it (behind a trusted proxy: its X-Forwarded-Proto).
-    return request.url.scheme == "https"
-
-
-def _set_cookie(response: Response, session: Session, request: Request) -> None:
-    response.set_cookie(
-        COOKIE,
-        session.token,
-        max_age=SESSION_SECONDS,
-        path="/",
-        httponly=True,
-        samesite="strict",
-        secure=_secure(request),
-    )
-
-
-def _client_address(connection: Request | WebSocket) -> str:
-    client = connection.client
-    return address_key(client.host) if client is not None else ""

@@ -12,6 +12,12 @@ import secrets
 import time
 from dataclasses import dataclass
 
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.websockets import WebSocket
+
+from server.limits import address_key
+
 COOKIE = "piranhas_session"
 CSRF_HEADER = "x-csrf-token"
 SESSION_SECONDS = 12 * 3600
@@ -99,3 +105,27 @@ def same_origin(origin: str | None, host: str | None, scheme: str) -> bool:
     if origin is None:
         return True
     return host is not None and origin == f"{scheme}://{host}"
+
+
+def is_secure(request: Request) -> bool:
+    """Whether the browser sees https (behind a trusted proxy: its X-Forwarded-Proto)."""
+    return request.url.scheme == "https"
+
+
+def set_session_cookie(response: Response, session: Session, request: Request) -> None:
+    """The session cookie: HttpOnly, SameSite=Strict, Secure on https."""
+    response.set_cookie(
+        COOKIE,
+        session.token,
+        max_age=SESSION_SECONDS,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=is_secure(request),
+    )
+
+
+def client_address(connection: Request | WebSocket) -> str:
+    """The peer's address as the per-address limits count it."""
+    client = connection.client
+    return address_key(client.host) if client is not None else ""

@@ -5,7 +5,7 @@ Why not a room of the game server: the SC protocol has no per-room start positio
 `loadGameFile` + `turn` is one setting for every `<join>` room of the server and `<prepare>`
 ignores it (docs/protocol.md) — so a position of the page's choosing cannot be given to a
 room. The page sees a `LocalGame` exactly as it sees a `web.sc.HumanPlayer` (the play page's
-socket, `_human_json`), and the game server's thread is never involved.
+socket, `web.sc.player_json`), and the game server's thread is never involved.
 
 Bounded: the bot has `BOT_BUDGET` seconds a move; a game the person leaves alone for
 `IDLE_SECONDS` ends (no winner) and frees its slot; the count of games is the play page's

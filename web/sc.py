@@ -4,6 +4,7 @@ human players, on `client.ClientSession` like every other client of the project.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,9 @@ from protocol.messages import (
     ServerMessage,
     WelcomeMessage,
 )
-from web.hub import Change
+from web.board import legal_targets, state_json
+from web.hub import Change, result_json
+from web.local import LocalGame
 
 log = structlog.get_logger("web.sc")
 
@@ -144,3 +147,22 @@ class HumanPlayer:
         except ConnectionClosed as error:
             return f"the move did not reach the game server: {error.reason}"
         return None
+
+
+def player_json(player: HumanPlayer | LocalGame) -> str:
+    """What a person's page shows of their game (a server game or a local one)."""
+    state = player.state
+    return json.dumps(
+        {
+            "room": player.room_id,
+            "team": player.team.name if player.team is not None else None,
+            "state": state_json(state, player.previous) if state is not None else None,
+            "myTurn": player.my_turn,
+            "legal": legal_targets(state) if state is not None and player.my_turn else {},
+            "requestedAt": player.requested_at,
+            "result": result_json(player.result),
+            "errors": player.errors[-5:],
+            "ended": player.ended,
+        },
+        separators=(",", ":"),
+    )
