@@ -60,10 +60,32 @@ cleanup() {
   # Swarm's network namespaces (ingress, overlays) stay mounted under the exec-root.
   awk -v root="$DOCKER_ENV_DIR/exec" 'index($2, root) == 1 {print $2}' /proc/mounts \
     | sort -r | while read -r mount; do umount "$mount" 2>/dev/null || umount -l "$mount"; done
-  "$DOCKER" volume ls -q | grep '^piranhas' | xargs -r "$DOCKER" volume rm >/dev/null 2>&1
+  remove_volumes >/dev/null 2>&1
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+
+# The daemon's data-root is cached between runs: a volume left by an earlier run (its removal
+# can fail while the stack's containers are still going away) would hand PostgreSQL the data
+# directory of that run, made with another run's password. Retried: a container that is just
+# going away still holds its volume for a moment.
+remove_volumes() {
+  local volumes filter
+  # Exited task containers of a stack outlive `stack rm` and `swarm leave` and hold its volumes.
+  for filter in label=com.docker.stack.namespace=piranhas \
+    label=com.docker.compose.project=piranhas-ci-main label=com.docker.compose.project=piranhas-ci-worker; do
+    "$DOCKER" ps -aq --filter "$filter" | xargs -r "$DOCKER" rm -f >/dev/null 2>&1
+  done
+  for _ in $(seq 30); do
+    volumes="$("$DOCKER" volume ls -q | grep '^piranhas' || true)"
+    [[ -z $volumes ]] && return 0
+    # shellcheck disable=SC2086
+    "$DOCKER" volume rm $volumes >/dev/null 2>&1 || sleep 1
+  done
+  "$DOCKER" volume ls -q | grep '^piranhas' >&2 && return 1
+  return 0
+}
+remove_volumes || die "volumes of an earlier run are still in use"
 
 # --- 1. images ------------------------------------------------------------------------------------
 mkdir -p "$tmp/ctx"
@@ -181,6 +203,7 @@ log "compose: the league played to the end (coordinator exit 0)"
 rm "$tmp/main/.env"
 
 # --- 3. Swarm: stack.yml on a single-node swarm, the commands of its header -----------------------
+remove_volumes || die "the compose run's volumes are still in use"
 log "swarm: init, secrets, config, stack deploy"
 "$DOCKER" swarm init --advertise-addr 127.0.0.1 >/dev/null
 swarm=true
