@@ -7,6 +7,7 @@ import random
 from bisect import insort
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from engine.generator import BOARD_SIZE, random_rows
 from engine.geometry import (
@@ -356,37 +357,22 @@ class GameState:
         found = geo.move_entries.get(id(move))
         if found is None:
             found = self._move_entry(move)
-        if found is not None:
-            entry, checks, line, line_mask, start = found
-            one, two = self._one, self._two
-            mover_is_two = self._turn & 1
-            own, opponent = (two, one) if mover_is_two else (one, two)
-            if own & start:
-                counts = self._counts
-                distance = ((one | two) & line_mask).bit_count() if counts is None else counts[line]
-                check = checks[distance]
-                shift = geo.check_shift
-                if not check & (1 | (opponent << 1) | ((own | self._squid) << shift)):
-                    return self._moved(entry, start, check >> shift, mover_is_two, move)
-        mistake = self.check_move(move)
-        # The fast path above accepts exactly the legal moves.
-        assert mistake is not None
-        raise InvalidMoveError(mistake, move)
-
-    def _move_entry(self, move: Move) -> MoveEntry | None:
-        # A Move made elsewhere (the protocol's, a test's): the table's by coordinates.
-        geo = self._geo
-        x, y = move.x, move.y
-        if not (0 <= x < geo.width and 0 <= y < geo.height):
-            return None
-        moves = geo.moves[y * geo.stride + x]
-        assert moves is not None
-        return geo.move_entries[id(moves[_DIRECTION_INDEX[move.direction._name_]])]
-
-    def _moved(
-        self, entry: FishEntry, start: int, target: int, mover_is_two: int, move: Move
-    ) -> GameState:
+            if found is None:
+                self._reject(move)
+        entry, checks, line, line_mask, start = found
         one, two = self._one, self._two
+        mover_is_two = self._turn & 1
+        own, opponent = (two, one) if mover_is_two else (one, two)
+        if not own & start:
+            self._reject(move)
+        counts = self._counts
+        distance = ((one | two) & line_mask).bit_count() if counts is None else counts[line]
+        check = checks[distance]
+        shift = geo.check_shift
+        if check & (1 | (opponent << 1) | ((own | self._squid) << shift)):
+            self._reject(move)
+        # Legal (the checks above accept exactly the legal moves): make the new state.
+        target = check >> shift
         both = start | target
         # A legal move lands on an empty field or captures: the opponent changed only then.
         captured = target & (one | two)
@@ -401,7 +387,6 @@ class GameState:
             ge2 ^= both
         if self._ge3 & start:
             ge3 ^= both
-        geo = self._geo
         stride = geo.stride
         target_index = target.bit_length() - 1
         # The mover's connectivity. A landing fish without a neighbour of its own team leaves
@@ -448,6 +433,22 @@ class GameState:
             None if self._counts is None else (self, entry, geo.entries[target_index], captured)  # type: ignore[assignment]
         )
         return state
+
+    def _reject(self, move: Move) -> NoReturn:
+        mistake = self.check_move(move)
+        # The checks in apply accept exactly the legal moves.
+        assert mistake is not None
+        raise InvalidMoveError(mistake, move)
+
+    def _move_entry(self, move: Move) -> MoveEntry | None:
+        # A Move made elsewhere (the protocol's, a test's): the table's by coordinates.
+        geo = self._geo
+        x, y = move.x, move.y
+        if not (0 <= x < geo.width and 0 <= y < geo.height):
+            return None
+        moves = geo.moves[y * geo.stride + x]
+        assert moves is not None
+        return geo.move_entries[id(moves[_DIRECTION_INDEX[move.direction._name_]])]
 
     def _fish_lists(self) -> list[int]:
         """Make _ones, _twos and _counts (see there); returns _counts."""
@@ -553,6 +554,9 @@ class GameState:
         geo = self._geo
         probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
         counts = self._counts
+        if counts is None and self._source is not None:
+            # Cheap from the parent's, and a playout lists the moves next anyway.
+            counts = self._fish_lists()
         if counts is None:
             # Without fish lists (they cost more than this): the line counts from the masks.
             occupied = own | opponent
