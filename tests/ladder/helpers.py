@@ -42,6 +42,18 @@ def shell_bot(start: str | None = None) -> bytes:
 
 
 CRASH_AT_START = "#!/bin/sh\necho 'crashing on purpose' >&2\nexit 3\n"
+# Joins its game, then ends: the server sees the connection close during the game.
+CRASH_IN_GAME = """#!/bin/bash
+while [ $# -gt 0 ]; do
+    case "$1" in -h) host=$2 ;; -p) port=$2 ;; -r) code=$2 ;; esac
+    shift 2
+done
+exec 3<>"/dev/tcp/$host/$port" || exit 1
+printf '<protocol><joinPrepared reservationCode="%s"/>' "$code" >&3
+read -r -t 2 -d '>' _ <&3
+echo 'crashing on purpose' >&2
+exit 3
+"""
 
 
 @dataclass
@@ -65,6 +77,12 @@ class Ladder:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         return version
+
+    def team_of(self, version_id: int) -> int:
+        """The team of a version."""
+        version = self.store.version(version_id)
+        assert version is not None
+        return version.team_id
 
     def active(self, team_name: str, data: bytes) -> int:
         """A team with one passed, active version; the version id."""

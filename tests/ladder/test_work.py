@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from engine import GameResult, PlayerEntry, Team
-from ladder.store import RecordStatus, StaleAttemptError
+from ladder.store import GameResultRow, RecordStatus, StaleAttemptError
 from ladder.work import (
     NO_DOCKER_NOTE,
     LadderDb,
@@ -32,6 +32,7 @@ from ladder.work import (
 from league.asyncstore import StoreThread
 from tests.ladder.helpers import (
     CRASH_AT_START,
+    CRASH_IN_GAME,
     Ladder,
     open_ladder,
     shell_bot,
@@ -126,10 +127,10 @@ async def test_a_match_is_played_with_sides_swapped_and_recorded_once(ladder: La
     ]
 
 
-async def test_a_crashing_bot_loses_its_games_and_the_result_stands(ladder: Ladder) -> None:
+async def crash_match(ladder: Ladder, start: str) -> list[GameResultRow]:
     good = ladder.active("Steady", shell_bot())
-    crasher = ladder.active("Crashy", shell_bot(CRASH_AT_START))
-    match_id = ladder.store.create_match(good, crasher, games=1)  # a crash costs 3 s of grace
+    crasher = ladder.active("Crashy", shell_bot(start))
+    match_id = ladder.store.create_match(good, crasher)
     db = db_of(ladder)
     try:
         claim = await db.call(db.store.claim_match, "w1")
@@ -139,10 +140,26 @@ async def test_a_crashing_bot_loses_its_games_and_the_result_stands(ladder: Ladd
         db.close()
     assert report.status is RecordStatus.RECORDED
     match = ladder.store.match(match_id)
-    assert match is not None
-    for row in match.results:
+    assert match is not None and match.status == "finished"
+    return list(match.results)
+
+
+async def test_a_bot_crashing_in_its_games_loses_them_and_the_result_stands(
+    ladder: Ladder,
+) -> None:
+    for row in await crash_match(ladder, CRASH_IN_GAME):
         assert (row.points_a, row.points_b) == (2, 0), row
-        assert row.reason_b.startswith("CRASH"), row
+        assert row.reason_a.startswith("won") and not row.reason_b.startswith("won"), row
+
+
+@pytest.mark.slow
+async def test_a_bot_ending_before_it_joins_forfeits_its_games(ladder: Ladder) -> None:
+    # The match core's MatchError for a player that exited before the game ended: charged
+    # to that bot (3 s of grace per game, hence slow).
+    for row in await crash_match(ladder, CRASH_AT_START):
+        assert (row.points_a, row.points_b) == (2, 0), row
+        assert row.reason_b.startswith("CRASH: "), row
+        assert row.replay is None
 
 
 async def test_a_superseded_attempt_stops_and_records_nothing(ladder: Ladder) -> None:
