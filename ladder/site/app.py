@@ -915,8 +915,8 @@ class LadderSite:
             opponent_version, count = int(str(opponent)), int(str(games))
         except ValueError:
             return "opponent: a version id; games: a number"
-        if not 1 <= count <= MAX_CHALLENGE_GAMES:
-            return f"games: 1 to {MAX_CHALLENGE_GAMES}"
+        if not 2 <= count <= MAX_CHALLENGE_GAMES or count % 2:
+            return f"games: an even number from 2 to {MAX_CHALLENGE_GAMES} (paired boards)"
 
         def create() -> str | None:
             target = self.store.version(opponent_version)
