@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import importlib
 import multiprocessing
 import os
 import sys
@@ -117,10 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _plug_ins(commands: Any) -> None:
     """The subcommands of the workers (ladder.work) and the seasons (ladder.season)."""
-    from ladder import season, work
-
-    work.add_worker_command(commands)
-    season.add_season_command(commands)
+    # Looked up by name while the two land next to this file (LADDER.md); each adds its own
+    # subparsers.
+    for module, function in (
+        ("ladder.work", "add_worker_command"),
+        ("ladder.season", "add_season_command"),
+    ):
+        try:
+            plug_in = getattr(importlib.import_module(module), function)
+        except (ModuleNotFoundError, AttributeError):
+            continue
+        plug_in(commands)
 
 
 def _database(args: argparse.Namespace) -> str:
@@ -196,8 +204,7 @@ def _admin(args: argparse.Namespace) -> int:
 
 def run_workers_process(database: str, data: str, workers: int, docker: bool) -> None:
     """The child process of `serve`: `ladder.work.run_workers` until terminated."""
-    from ladder.work import run_workers
-
+    run_workers = importlib.import_module("ladder.work").run_workers
     factory: Callable[[], LadderStore] = partial(LadderStore.open, database)
     trio.run(partial(run_workers, factory, Path(data), workers=workers, docker=docker))
 

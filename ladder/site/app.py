@@ -15,6 +15,7 @@ given the ladder's replay files behind the access rule.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -1106,8 +1107,10 @@ class LadderSite:
 
     async def admin_freeze(self, request: Request) -> Response:
         """Freeze the active versions into a league season (`ladder.season.freeze`)."""
-        from ladder.season import freeze
-
+        try:
+            freeze = importlib.import_module("ladder.season").freeze
+        except (ModuleNotFoundError, AttributeError):
+            return await self.admin_page(request, failure="seasons are not available", status=503)
         checked = await self._admin_form(request)
         if isinstance(checked, Response):
             return checked
