@@ -1,9 +1,11 @@
-"""Analyse a game move by move: every position searched on its own (`SearchBot.analyse`,
-bounded by nodes or depth, never by the clock), then the definitions of `analysis.model`.
+"""Analyse a game move by move: every position searched (`SearchBot.analyse`, bounded by
+nodes or depth, never by the clock), then the definitions of `analysis.model`.
 
-Rule: **the analysis of a position depends on the position and the settings only**. Each
-position gets a fresh search, so positions can be spread over processes in any order
-(`concurrency`) and the output stays byte-identical.
+Rule: **the analysis of a game depends on the game and the settings only**. The positions are
+cut into chains of CHAIN consecutive positions (the cut depends on the game's length alone);
+one search goes through a chain in order, each position starting from the table the one before
+left. Chains start fresh, so they can be spread over processes in any order (`concurrency`) and
+the output stays byte-identical.
 """
 
 from __future__ import annotations
