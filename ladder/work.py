@@ -52,6 +52,7 @@ from check.run import Options as CheckOptions
 from check.run import check
 from check.upload import BadInput, BotSource, Unrunnable, resolve
 from engine import ROUND_LIMIT, GameResult, Team
+from ladder.pairing import top_up
 from ladder.store import CheckClaim, GameResultRow, LadderStore, MatchClaim, RecordStatus
 from launching import MatchError, PlayerLauncher, RunningPlayer, exit_description
 from league.asyncstore import StoreThread
@@ -632,17 +633,11 @@ async def work_once(db: LadderDb, settings: WorkSettings) -> str | None:
     return f"match {claim.match_id}"
 
 
-def schedule_matches(store: LadderStore, want: int) -> list[int]:
-    """Create matches until `want` are pending (ladder.pairing decides who plays); the new
-    match ids. Synchronous: runs on the store's thread."""
-    from ladder.pairing import next_pairs
-
-    pending = store.pending_matches()
-    if pending >= want:
-        return []
-    active = store.active_versions()
-    pairs = next_pairs(active, store.ratings(), store.open_pairs(), want - pending)
-    return [store.create_match(a, b) for a, b in pairs]
+def schedule_matches(store: LadderStore, workers: int) -> list[int]:
+    """The scheduler's step (ladder.pairing.top_up: enough matches waiting that a worker
+    that finishes claims the next at once); the new match ids. Synchronous: runs on the
+    store's thread."""
+    return top_up(store, workers=workers)
 
 
 async def _scheduler(open_db: Callable[[], LadderDb], want: int, interval: float) -> None:
@@ -720,7 +715,12 @@ def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     worker.add_argument(
         "--database", default=None, help="an SQLite path or postgresql://… (DIR/ladder.sqlite)"
     )
-    worker.add_argument("--workers", type=int, default=1, help="games played at once (1)")
+    worker.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="games played at once (1); with --redis: matches the dispatcher keeps waiting",
+    )
     worker.add_argument(
         "--no-docker",
         action="store_true",
@@ -775,7 +775,13 @@ def worker_command(args: argparse.Namespace) -> int:
     if args.redis:
         from ladder.actors import run_actor_worker
 
-        return run_actor_worker(database, args.redis, settings)
+        return run_actor_worker(
+            database,
+            args.redis,
+            settings,
+            dispatch=not args.no_schedule,
+            pending=args.workers,
+        )
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

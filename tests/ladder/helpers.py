@@ -63,10 +63,7 @@ class Ladder:
     data_dir: Path
     store: LadderStore
     clock: list[float] = field(default_factory=lambda: [1_000_000.0])
-
-    @property
-    def database(self) -> str:
-        return str(self.data_dir / "ladder.sqlite")
+    database: str = ""
 
     def upload(self, team_id: int, data: bytes, label: str = "v") -> int:
         """A version as the site adds it: the row, then the file (names from ids)."""
@@ -93,11 +90,13 @@ class Ladder:
         return version
 
 
-def open_ladder(data_dir: Path) -> Ladder:
-    """A fresh ladder in `data_dir` with a clock the test can move (lease expiry)."""
+def open_ladder(data_dir: Path, database: str | None = None) -> Ladder:
+    """A fresh ladder in `data_dir` (its store there, or at `database`) with a clock the
+    test can move (lease expiry)."""
     clock = [1_000_000.0]
-    store = LadderStore.open(str(data_dir / "ladder.sqlite"), clock=lambda: clock[0])
-    return Ladder(data_dir, store, clock)
+    database = database or str(data_dir / "ladder.sqlite")
+    store = LadderStore.open(database, clock=lambda: clock[0])
+    return Ladder(data_dir, store, clock, database)
 
 
 def store_factory(ladder: Ladder) -> Callable[[], LadderStore]:
