@@ -154,7 +154,7 @@ class SlotDescriptor:
 @dataclass(frozen=True, slots=True)
 class Prepare(_Event):
     """`<prepare gameType pause [seed]>` with its `<slot>`s [and a `<state>`]. `seed` and
-    `state` are this server's extensions (docs/protocol.md §2): the room starts on
+    `state` are this server's extensions (docs/server.md): the room starts on
     `GameState.initial(seed)`, or on `state` (a memento's `<state>` after the slots: "play from
     here"). Official clients never send them; they are never written unless set."""
 

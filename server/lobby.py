@@ -588,7 +588,7 @@ class Lobby:
 
 def start_position(packet: Prepare) -> GameState:
     """The start of a prepared room: `GameState.initial(seed)`, or the `<state>` the admin
-    sent (our extensions, docs/protocol.md §2; "play from here"). A position no game can be
+    sent (our extensions, docs/server.md; "play from here"). A position no game can be
     played from is refused with a reason: the room is not created."""
     state = packet.state
     if state is None:
