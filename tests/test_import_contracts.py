@@ -54,3 +54,9 @@ def test_a_library_module_importing_a_command_breaks_a_contract(tmp_path: Path) 
     completed = lint_with(tmp_path, "fleet/worker.py", "import cli.server  # used as a library")
     assert completed.returncode == 1, completed.stdout + completed.stderr
     assert "fleet.worker -> cli.server" in completed.stdout, completed.stdout
+
+
+def test_a_package_below_the_ladder_importing_it_breaks_a_contract(tmp_path: Path) -> None:
+    completed = lint_with(tmp_path, "league/store.py", "import ladder.store  # the wrong arrow")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    assert "league.store -> ladder.store" in completed.stdout, completed.stdout
