@@ -351,7 +351,8 @@ def scored_row(
     team_of = (Team.ONE, Team.TWO) if one == 0 else (Team.TWO, Team.ONE)
     names = (seats[0].name, seats[1].name)
     reasons = [result.reason, result.reason]
-    loss = irregular_loss(result, names, one, crashed)
+    # Without a winner nobody lost irregularly (a draw, an aborted game).
+    loss = None if result.winner is None else irregular_loss(result, names, one, crashed)
     if loss is not None:
         loser, kind = loss
         reasons[loser] = f"{kind}: {result.reason}"
@@ -425,7 +426,22 @@ async def _play_one(
             log.info("a bot ended before the game", match=match_id, game=number, error=str(error))
             return forfeit_row(number, seats, one, ended), None
         raise ServerFailure(f"game {number}: {error}") from None
-    return _scored(observation, number, seats, one, admin_server), _replay(observation)
+    result = _server_result(observation, number, admin_server)
+    if not result.regular and result.winner is None:
+        # Nobody won an irregular game: both seats counted as gone (e.g. one bot ended after
+        # joining, before the other had joined). A bot whose process failed by itself in
+        # it is the one to blame.
+        failed = {
+            seat: exit_description(launcher.player)
+            for seat, launcher in enumerate(launchers)
+            if launcher.player is not None
+            and launcher.player.ended_by_itself
+            and launcher.player.returncode not in (0, None)
+        }
+        if len(failed) == 1:
+            return forfeit_row(number, seats, one, failed), _replay(observation)
+    row = scored_row(number, seats, one, result, list(observation.crashed))
+    return row, _replay(observation)
 
 
 def match_error(raised: BaseException) -> MatchError | None:
@@ -442,19 +458,14 @@ def match_error(raised: BaseException) -> MatchError | None:
     return None
 
 
-def _scored(
-    observation: Observation,
-    number: int,
-    seats: tuple[_Seat, _Seat],
-    one: int,
-    server: ServerAddress,
-) -> GameResultRow:
+def _server_result(observation: Observation, number: int, server: ServerAddress) -> GameResult:
+    """The server's own record of the game's result; ServerFailure when it has none."""
     finished = None if server.games is None else server.games.take(observation.summary.room_id)
     if finished is None:
-        raise ServerFailure(f"game {number}: the server did not record room")
+        raise ServerFailure(f"game {number}: the server did not record the room")
     if finished.end not in ("over", "expired"):
         raise ServerFailure(f"game {number} ended without a result ({finished.end})")
-    return scored_row(number, seats, one, finished.result, list(observation.crashed))
+    return finished.result
 
 
 def _replay(observation: Observation) -> bytes:
