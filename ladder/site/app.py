@@ -32,6 +32,7 @@ from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from analysis import AnalysisError
 from analysis import Settings as AnalysisSettings
 from ladder.site import access
 from ladder.site.forms import UPLOAD_SECONDS, UPLOAD_SLACK, bounded_form, text_field
@@ -161,7 +162,10 @@ class LadderSite:
         self.replays = ReplayRoutes(data_dir / "replays")
         self.analyses = AnalysisJobs(self._script_guard, self._spawn)
         if analysis_nodes is not None:
-            self.analyses.settings = AnalysisSettings(nodes=analysis_nodes)
+            try:
+                self.analyses.settings = AnalysisSettings(nodes=analysis_nodes)
+            except AnalysisError as failure:
+                raise ValueError(f"analysis nodes: {failure}") from None
         self.app = self._build_app()
 
     async def call(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
