@@ -27,6 +27,7 @@ from typing import Any
 
 import trio
 
+from ladder import season
 from ladder.site.sessions import hash_password, password_problem, username_problem
 from ladder.site.uploads import DEFAULT_MAX_UPLOAD
 from ladder.store import LadderError, LadderStore
@@ -125,18 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _plug_ins(commands: Any) -> None:
-    """The subcommands of the workers (ladder.work) and the seasons (ladder.season)."""
-    # Looked up by name while the two land next to this file (LADDER.md); each adds its own
-    # subparsers.
-    for module, function in (
-        ("ladder.work", "add_worker_command"),
-        ("ladder.season", "add_season_command"),
-    ):
-        try:
-            plug_in = getattr(importlib.import_module(module), function)
-        except (ModuleNotFoundError, AttributeError):
-            continue
-        plug_in(commands)
+    """The subcommands of the seasons (ladder.season) and the workers (ladder.work)."""
+    season.add_season_command(commands)
+    # Looked up by name until ladder.work lands next to this file (LADDER.md).
+    try:
+        add_worker_command = importlib.import_module("ladder.work").add_worker_command
+    except (ModuleNotFoundError, AttributeError):
+        return
+    add_worker_command(commands)
 
 
 def _database(args: argparse.Namespace) -> str:
