@@ -2,7 +2,8 @@
 
 One Dramatiq `Worker` with one thread in this process (no forked children: the process that
 plays is the process a supervisor watches and a signal reaches). Each message is a match id;
-the match is played by `fleet.match.play_match` under `trio.run` in the worker thread.
+the match is played by `fleet.match.play_match` on the worker's one table
+(`fleet.match.TableHost`: opened at the first match, kept for the next ones).
 
 Health is true: before it says `ready` the worker has reached Redis (PING with its password)
 and the store, and checked that its league file is the league in the store (the fingerprint,
@@ -30,10 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-import trio
 
 from fleet import preflight
-from fleet.match import FleetStore, MatchEnd, play_match
+from fleet.match import FleetStore, MatchEnd, TableHost
 from fleet.queue import (
     MAX_RETRIES,
     ShutdownFlag,
@@ -132,6 +132,9 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
     _stderr_for_warnings()
     shutdown = ShutdownFlag()
     broker = make_broker(setup.redis_url, shutdown=shutdown)
+    # One table for every match of this worker (opened at the first): a match after the
+    # first starts without a server start, launchers or image checks.
+    host = TableHost(setup.config, setup.name, setup.log_dir)
 
     def play(match_id: int) -> None:
         match = setup.matches.get(match_id)
@@ -144,16 +147,8 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
             return
         say(f"match {match_id}: attempt {run.attempt}, {len(run.claims)} games to play")
         try:
-            end = trio.run(
-                lambda: play_match(
-                    setup.config,
-                    match,
-                    run,
-                    db,
-                    setup.log_dir,
-                    stopping=shutdown.event,
-                    poll_interval=setup.poll_interval,
-                )
+            end = host.play_match(
+                match, run, db, stopping=shutdown.event, poll_interval=setup.poll_interval
             )
         except Exception as error:
             # A match that could not be played (a bot that does not start, a server that
@@ -191,6 +186,7 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         say(f"worker {setup.name} stopping")
         worker.stop(timeout=SHUTDOWN_TIMEOUT_MS)
     finally:
+        host.close()
         db.close()
         broker.close()
         log_file.close()
