@@ -214,8 +214,11 @@ class TableHost:
         *,
         stopping: threading.Event | None = None,
         poll_interval: float = POLL_INTERVAL,
+        since: float | None = None,
     ) -> MatchEnd:
-        """`play_match` on the kept table (opened now if there is none)."""
+        """`play_match` on the kept table (opened now if there is none). `setup_ms` gets
+        the ms from `since` (a `time.perf_counter()`, default: now) until the match could
+        start playing."""
 
         async def play(table: LeagueTable, admin: ClientSession) -> MatchEnd:
             self.setup_ms.append((time.perf_counter() - queued) * 1000)
@@ -234,7 +237,7 @@ class TableHost:
             self._start()
         assert self._token is not None and self._send is not None
         job = _Job(play)
-        queued = time.perf_counter()
+        queued = time.perf_counter() if since is None else since
         trio.from_thread.run(self._send.send, job, trio_token=self._token)
         job.done.wait()
         if job.error is not None:

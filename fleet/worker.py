@@ -27,6 +27,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,6 +138,7 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
     host = TableHost(setup.config, setup.name, setup.log_dir)
 
     def play(match_id: int) -> None:
+        began = time.perf_counter()
         match = setup.matches.get(match_id)
         if match is None:
             log.error("unknown match id, dropped", match=match_id)
@@ -148,7 +150,12 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         say(f"match {match_id}: attempt {run.attempt}, {len(run.claims)} games to play")
         try:
             end = host.play_match(
-                match, run, db, stopping=shutdown.event, poll_interval=setup.poll_interval
+                match,
+                run,
+                db,
+                stopping=shutdown.event,
+                poll_interval=setup.poll_interval,
+                since=began,
             )
         except Exception as error:
             # A match that could not be played (a bot that does not start, a server that
@@ -163,7 +170,12 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
                 say(f"match {match_id}: failed, to be retried: {cause}")
                 db.call_sync(db.runs.requeue, run)
             raise
-        say(f"match {match_id}: attempt {run.attempt} ended: {end.value}")
+        # The set-up: from the message to the first game (the run started in the store, the
+        # table opened at the first match only).
+        setup_ms = host.setup_ms[-1] if host.setup_ms else float("nan")
+        say(
+            f"match {match_id}: attempt {run.attempt} ended: {end.value} (set-up {setup_ms:.1f} ms)"
+        )
         if end is MatchEnd.STOPPING:
             # Given back in the store; a new message puts it at the front of the queue again
             # before this one is acknowledged (at worst a duplicate delivery, fenced by the
