@@ -76,6 +76,7 @@ __all__ = [
     "check_version",
     "game_log_path",
     "play_match",
+    "private_directories",
     "replay_path",
     "run_workers",
     "schedule_matches",
@@ -136,6 +137,19 @@ class WorkSettings:
     # server's reservation time; its default of an hour would let a bot that never starts
     # hold a worker).
     join_seconds: float = 60.0
+
+
+PRIVATE_DIRECTORIES = ("uploads", "logs", "cards")
+
+
+def private_directories(data_dir: Path) -> None:
+    """Make the team-private folders of the data directory this user's alone (0700): a bot
+    run as a process (--no-docker: as `nobody` when the worker is root) cannot read another
+    team's uploads, logs or cards there. Containers see none of the host's files anyway."""
+    for name in PRIVATE_DIRECTORIES:
+        folder = data_dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.chmod(0o700)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -695,6 +709,7 @@ async def run_workers(
     if workers < 1:
         raise ValueError("at least one worker")
     base = dataclasses.replace(settings or WorkSettings(data_dir), data_dir=data_dir, docker=docker)
+    private_directories(data_dir)
 
     def open_db() -> LadderDb:
         return StoreThread(store_factory, name="ladder-store")

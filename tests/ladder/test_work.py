@@ -246,4 +246,5 @@ async def test_the_pool_schedules_and_plays(ladder: Ladder) -> None:
             nursery.cancel_scope.cancel()
     finished = [m for m in ladder.store.matches() if m.status == "finished"]
     assert {finished[0].version_a, finished[0].version_b} == set(versions)
+    assert (ladder.data_dir / "uploads").stat().st_mode & 0o777 == 0o700  # the team's alone
     assert ladder.store.ratings().keys() >= set(versions)
