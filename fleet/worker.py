@@ -1,8 +1,10 @@
-"""`piranhas-league worker`: one process that plays one match at a time from the queue.
+"""`piranhas-league worker`: one process that plays one match at a time from the queue, and
+analyses one game at a time when the queue holds analysis jobs (`fleet.analyses`).
 
 One Dramatiq `Worker` with one thread in this process (no forked children: the process that
 plays is the process a supervisor watches and a signal reaches). Each message is a match id;
-the match is played by `fleet.match.play_match` under `trio.run` in the worker thread.
+the match is played by `fleet.match.play_match` on the worker's one table
+(`fleet.match.TableHost`: opened at the first match, kept for the next ones).
 
 Health is true: before it says `ready` the worker has reached Redis (PING with its password)
 and the store, and checked that its league file is the league in the store (the fingerprint,
@@ -26,17 +28,22 @@ import signal
 import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-import trio
 
+from analysis import AnalysisError
+from analysis.annotate import AnnotationError
+from analysis.sources import SourceError
 from fleet import preflight
-from fleet.match import FleetStore, MatchEnd, play_match
+from fleet.analyses import Analyses, JobKey, analyse_record, record_name
+from fleet.match import FleetStore, MatchEnd, TableHost
 from fleet.queue import (
     MAX_RETRIES,
     ShutdownFlag,
+    declare_analysis_actor,
     declare_match_actor,
     make_broker,
     retries_of_current_message,
@@ -132,8 +139,12 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
     _stderr_for_warnings()
     shutdown = ShutdownFlag()
     broker = make_broker(setup.redis_url, shutdown=shutdown)
+    # One table for every match of this worker (opened at the first): a match after the
+    # first starts without a server start, launchers or image checks.
+    host = TableHost(setup.config, setup.name, setup.log_dir)
 
     def play(match_id: int) -> None:
+        began = time.perf_counter()
         match = setup.matches.get(match_id)
         if match is None:
             log.error("unknown match id, dropped", match=match_id)
@@ -144,16 +155,13 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
             return
         say(f"match {match_id}: attempt {run.attempt}, {len(run.claims)} games to play")
         try:
-            end = trio.run(
-                lambda: play_match(
-                    setup.config,
-                    match,
-                    run,
-                    db,
-                    setup.log_dir,
-                    stopping=shutdown.event,
-                    poll_interval=setup.poll_interval,
-                )
+            end = host.play_match(
+                match,
+                run,
+                db,
+                stopping=shutdown.event,
+                poll_interval=setup.poll_interval,
+                since=began,
             )
         except Exception as error:
             # A match that could not be played (a bot that does not start, a server that
@@ -168,14 +176,58 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
                 say(f"match {match_id}: failed, to be retried: {cause}")
                 db.call_sync(db.runs.requeue, run)
             raise
-        say(f"match {match_id}: attempt {run.attempt} ended: {end.value}")
+        # The set-up: from the message to the first game (the run started in the store, the
+        # table opened at the first match only).
+        setup_ms = host.setup_ms[-1] if host.setup_ms else float("nan")
+        say(
+            f"match {match_id}: attempt {run.attempt} ended: {end.value} (set-up {setup_ms:.1f} ms)"
+        )
         if end is MatchEnd.STOPPING:
             # Given back in the store; a new message puts it at the front of the queue again
             # before this one is acknowledged (at worst a duplicate delivery, fenced by the
             # attempts).
             send_first(broker, actor, match_id)
 
+    analyses = Analyses(db.store.backend)
+
+    def analyse(match_id: int, number: int, nodes: int | None, depth: int | None) -> None:
+        key = JobKey(match_id, number, nodes, depth)
+        name = f"analysis of match {match_id} game {number}"
+        try:
+            job = db.call_sync(analyses.start, key, setup.name)
+        except KeyError:
+            log.error("unknown analysis job, dropped", match=match_id, game=number)
+            return
+        if job is None:
+            log.info("nothing to do", match=match_id, game=number)
+            return
+        say(f"{name}: attempt {job.attempt}")
+        try:
+            # In this thread, like a match: a stopping worker lets it finish (a game's
+            # analysis takes seconds, well within SHUTDOWN_TIMEOUT_MS).
+            annotated = analyse_record(
+                job.record.encode(), record_name(match_id, number), key.settings
+            )
+        except (AnalysisError, SourceError, AnnotationError) as error:
+            # The record or the settings are wrong: a retry would fail the same way.
+            say(f"{name}: failed: {error}")
+            db.call_sync(analyses.fail, job, str(error))
+            return
+        except Exception as error:
+            if retries_of_current_message() >= MAX_RETRIES:
+                say(f"{name}: failed for good: {error}")
+                db.call_sync(analyses.fail_for_good, key, str(error))
+            else:
+                say(f"{name}: failed, to be retried: {error}")
+                db.call_sync(analyses.requeue, job)
+            raise
+        if db.call_sync(analyses.finish, job, annotated.decode()):
+            say(f"{name}: attempt {job.attempt} done")
+        else:
+            say(f"{name}: attempt {job.attempt} superseded, nothing written")
+
     actor = declare_match_actor(broker, play, queue)
+    declare_analysis_actor(broker, analyse, queue)
     # worker_timeout: how long an idle consumer waits between fetches at most; after a match
     # the next one starts within it (Dramatiq's default is 1 s).
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=IDLE_FETCH_MS)
@@ -191,6 +243,7 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         say(f"worker {setup.name} stopping")
         worker.stop(timeout=SHUTDOWN_TIMEOUT_MS)
     finally:
+        host.close()
         db.close()
         broker.close()
         log_file.close()
