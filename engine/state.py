@@ -410,12 +410,13 @@ class GameState:
                 reach = grown
             mover_connected = reach == mover
         # Without a capture the opponent's fish did not change: reuse its connectivity.
+        before = self._connected
+        if before is None:
+            before = self._connected_pair()
         if mover_is_two:
-            one_connected = _is_connected(one, stride) if captured else self._connected_pair()[0]
-            connected = (one_connected, mover_connected)
+            connected = (_is_connected(one, stride) if captured else before[0], mover_connected)
         else:
-            two_connected = _is_connected(two, stride) if captured else self._connected_pair()[1]
-            connected = (mover_connected, two_connected)
+            connected = (mover_connected, _is_connected(two, stride) if captured else before[1])
         first_union = self._first_union
         if first_union is None:
             if connected[0]:
