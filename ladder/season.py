@@ -209,6 +209,11 @@ def add_season_command(commands: Any) -> None:
         action="store_true",
         help="teams as local processes, not containers (trusted bots only)",
     )
+    season.add_argument(
+        "--recompute",
+        action="store_true",
+        help="ratings: fit every version again from all recorded games first",
+    )
     season.set_defaults(run=_season_command)
 
 
@@ -218,6 +223,9 @@ def _season_command(args: argparse.Namespace) -> int:
     store = LadderStore.open(database)
     try:
         if args.action == "ratings":
+            if args.recompute:
+                store.recompute_ratings()
+                store.audit("cli", "ratings.recompute", "every rating fitted again")
             for row in store.standings():
                 print(
                     f"{row.rank}\t{row.team_name}\tversion {row.version_id}\t"

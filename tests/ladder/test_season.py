@@ -171,7 +171,7 @@ def test_the_season_command_freezes_into_the_data_directory_and_prints_ratings(
     assert f"piranhas-league run {league}" in capsys.readouterr().out
     config = load_league(league)
     assert (config.name, config.games_per_match, len(config.teams)) == ("Herbst 2026", 2, 2)
-    assert main(["season", "ratings", "--data", str(data)]) == 0
+    assert main(["season", "ratings", "--data", str(data), "--recompute"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[:2] for line in lines] == [["1", "T1"], ["2", "T2"]]
     assert "1500 ± 246\t0 games" in lines[0]
