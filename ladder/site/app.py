@@ -6,7 +6,7 @@ session's CSRF token (field `csrf`, or header `X-CSRF-Token` for the viewer's sc
 Origin of this site when the browser sends one, or an API call with a team's bearer token
 (not ambient, so no CSRF). Every body has a bound (`ladder.site.forms`). What a reader may see
 is decided in `ladder.site.access` alone. The store is used from one thread of its own
-(`league.asyncstore.AsyncStore`): a request waits for a query, never for a game.
+(`league.asyncstore.StoreThread`): a request waits for a query, never for a game.
 
 The replay viewer, its board and its analysis are the web viewer's own pages and endpoints
 (`web/static/replays.html`, `web.replays.ReplayRoutes`, `web.analysis.AnalysisJobs`), here
@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import Any, ParamSpec, TypeVar
 
 import structlog
 import trio
@@ -56,8 +56,7 @@ from ladder.store import (
     Member,
     Team,
 )
-from league.asyncstore import AsyncStore
-from league.store import LeagueStore
+from league.asyncstore import StoreThread
 from server.logins import Logins
 from web.analysis import AnalysisJobs
 from web.app import STATIC as VIEWER_STATIC
@@ -129,10 +128,9 @@ class LadderSite:
         self.data_dir = data_dir
         self.max_upload = max_upload
         self.docker = docker
-        # The store's thread (an SQLite connection belongs to its thread); AsyncStore is the
-        # league's, typed for its store but calling any function on that thread.
-        self.db = AsyncStore(cast(Callable[[], LeagueStore], store_factory))
-        self.store = cast(LadderStore, self.db.store)
+        # The store's own thread (an SQLite connection belongs to its thread).
+        self.db = StoreThread(store_factory, name="ladder-site-store")
+        self.store = self.db.store
         self.sessions = Sessions()
         self.logins = logins if logins is not None else lockout()
         self.failure_delay = failure_delay

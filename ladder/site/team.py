@@ -18,8 +18,9 @@ from starlette.routing import Route
 from ladder.site import access
 from ladder.site.forms import UPLOAD_SLACK, text_field
 from ladder.site.pages import NO_DOCKER, esc, form, panel, rating_graph, table, when
-from ladder.site.uploads import UploadRefused, discard, place, receive_upload, upload_path
+from ladder.site.uploads import UploadRefused, discard, place, receive_upload
 from ladder.store import ChallengeLimitError, LadderError, Team, Version
+from ladder.work import card_path, game_log_path, upload_path
 from web.http import error
 
 if TYPE_CHECKING:
@@ -432,7 +433,7 @@ class TeamRoutes:
         owned = await self._own_version(request)
         if isinstance(owned, Response):
             return owned
-        path = self.site.data_dir / "cards" / f"{owned[1].id}.json"
+        path = card_path(self.site.data_dir, owned[1].id)
         data = await trio.to_thread.run_sync(_read_bounded, path, MAX_FILE_BYTES)
         if data is None:
             return error(404, "no card yet: the check has not finished")
@@ -460,7 +461,7 @@ class TeamRoutes:
         match_id, number = int(request.path_params["match_id"]), int(request.path_params["number"])
         if reader.team_id != team_id:
             return error(404, "not found")
-        path = self.site.data_dir / "logs" / str(team_id) / f"{match_id}-{number}.log"
+        path = game_log_path(self.site.data_dir, team_id, match_id, number)
         data = await trio.to_thread.run_sync(_read_bounded, path, MAX_FILE_BYTES)
         if data is None:
             return error(404, "no log of this game")
