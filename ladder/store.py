@@ -998,9 +998,14 @@ class LadderStore:
             raise ValueError(
                 f"match {claim.match_id} has games 1..{claim.games}: got numbers {numbers}"
             )
+        first = {row.number: row.first_version for row in results}
         for row in results:
             if row.first_version not in (claim.version_a, claim.version_b):
                 raise ValueError(f"game {row.number}: first_version is not one of the match's")
+            if row.number % 2 == 0 and first[row.number - 1] == row.first_version:
+                raise ValueError(
+                    f"games {row.number - 1} and {row.number} are a pair: the sides swap"
+                )
             for points in (row.points_a, row.points_b):
                 if not isinstance(points, int) or isinstance(points, bool) or not 0 <= points <= 2:
                     raise ValueError(f"game {row.number}: Siegpunkte are 0, 1 or 2")

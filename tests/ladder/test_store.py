@@ -145,11 +145,13 @@ def test_results_that_do_not_fit_the_match_are_refused(store: LadderStore) -> No
     good = paired_results(claim, a_wins=1)
     with pytest.raises(ValueError, match=r"games 1\.\.2"):
         store.record_match(claim, good[:1])
-    bad_points = [good[0], GameResultRow(2, va, 3, 0, "", "")]
+    bad_points = [good[0], GameResultRow(2, vb, 3, 0, "", "")]
     with pytest.raises(ValueError, match="Siegpunkte"):
         store.record_match(claim, bad_points)
     with pytest.raises(ValueError, match="first_version"):
         store.record_match(claim, [good[0], GameResultRow(2, 999, 2, 0, "", "")])
+    with pytest.raises(ValueError, match="sides swap"):
+        store.record_match(claim, [good[0], GameResultRow(2, va, 2, 0, "", "")])
     assert store.record_match(claim, good) is RecordStatus.RECORDED
 
 
