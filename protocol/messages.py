@@ -106,6 +106,14 @@ class MoveRequest(_Message):
     def node(self) -> Node:
         return _room(self.room_id, ("data", (("class", "moveRequest"),), None))
 
+    def to_xml(self, indent: int = 0) -> str:
+        # One per move: by string building, as the generic rendering of node() would.
+        pad = INDENT * indent
+        return (
+            f'{pad}<room roomId="{escape_attr(self.room_id)}">\n'
+            f'{pad}{INDENT}<data class="moveRequest"/>\n{pad}</room>'
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Paused(_Message):
