@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 import structlog
@@ -59,8 +59,10 @@ def configure_logging(
         renderer = _render_plain
 
     factory: Any = structlog.PrintLoggerFactory(file=output)
-    if renderer is _render_plain and getattr(output, "line_buffering", False):
-        factory = _BufferedLoggerFactory(output)
+    records: TextIO | BufferedLogger = output
+    if stream is None and not _is_terminal(output):
+        records = buffered = BufferedLogger(output)
+        factory = _factory(buffered)
     structlog.configure(
         processors=[*shared, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
@@ -70,7 +72,7 @@ def configure_logging(
     # Libraries (trio, asyncio, ...) log through the standard library: same stream and level.
     logging.basicConfig(
         level=numeric_level,
-        stream=output,
+        stream=records,
         format="%(asctime)s [%(levelname)-8s] %(name)s: %(message)s",
         force=True,
     )
@@ -78,52 +80,61 @@ def configure_logging(
 
 # A line logged below warning reaches the stream at most this long after it was logged.
 FLUSH_SECONDS = 0.1
+# Or once this many lines are waiting.
+FLUSH_LINES = 256
 
 
 class BufferedLogger:
-    """The structlog logger for a line-buffered text stream that is no terminal (the server's
-    stderr into a file or a pipe): lines go into the stream's byte buffer, flushed by a
-    daemon thread within FLUSH_SECONDS, warnings and errors at once. A write system call per
-    line was a twentieth of the server's CPU time per move (it logs every move).
-
-    Line buffering keeps the stream's text layer empty after every line others write, so
-    their lines and these stay in order in the one byte buffer underneath."""
+    """The structlog logger for the process's stderr when it is no terminal (a file, a pipe,
+    docker logs): Python writes such a stderr through at once, a system call per line, which
+    was a twentieth of the server's CPU time per move (it logs every move). Lines wait here
+    and go out together, within FLUSH_SECONDS (a daemon thread) or FLUSH_LINES; warnings and
+    errors at once. It is also the stream of the standard library's log records, which
+    first flush what waits, so the lines keep their order."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
-        self._bytes = stream.buffer
-        self._encoding = stream.encoding or "utf-8"
-        self._errors = stream.errors or "backslashreplace"
-        self._dirty = False
+        self._pending: list[str] = []
         self._lock = threading.Lock()
         _flusher().add(self)
 
     def msg(self, message: str) -> None:
-        """Buffer one line."""
-        data = (message + "\n").encode(self._encoding, self._errors)
+        """One line, written within FLUSH_SECONDS."""
         with self._lock:
-            self._bytes.write(data)
-            self._dirty = True
+            self._pending.append(message)
+            if len(self._pending) < FLUSH_LINES:
+                return
+        self.flush()
 
     def urgent(self, message: str) -> None:
         """One line, written at once."""
-        self.msg(message)
-        self.flush()
+        self.write(message + "\n")
 
     log = debug = info = msg
     warn = warning = error = err = critical = fatal = exception = failure = urgent
 
-    def flush(self) -> None:
-        """Write what is buffered (a closed stream: nothing to do)."""
+    def write(self, text: str) -> int:
+        """Write `text` after the lines waiting (the standard library's handler calls it)."""
         with self._lock:
-            self._dirty = False
+            self._write_pending()
+            with contextlib.suppress(ValueError, OSError):  # a closed stream: nothing to do
+                self._stream.write(text)
+                self._stream.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        """Write the lines waiting."""
+        with self._lock:
+            self._write_pending()
             with contextlib.suppress(ValueError, OSError):
                 self._stream.flush()
 
-    def flush_if_written(self) -> None:
-        """Flush if a line was buffered since the last flush."""
-        if self._dirty:
-            self.flush()
+    def _write_pending(self) -> None:
+        if self._pending:
+            text = "\n".join(self._pending) + "\n"
+            self._pending.clear()
+            with contextlib.suppress(ValueError, OSError):
+                self._stream.write(text)
 
 
 _buffered: weakref.WeakSet[BufferedLogger] | None = None
@@ -141,21 +152,22 @@ def _flusher() -> weakref.WeakSet[BufferedLogger]:
                 while True:
                     time.sleep(FLUSH_SECONDS)
                     for logger in list(loggers):
-                        logger.flush_if_written()
+                        logger.flush()
 
             threading.Thread(target=flush_now_and_then, name="log flush", daemon=True).start()
             _buffered = loggers
         return _buffered
 
 
-class _BufferedLoggerFactory:
-    """One BufferedLogger (and flush thread) per configuration, for every logger name."""
+def flush_logs() -> None:
+    """Write every log line still waiting (before the process ends or hands over)."""
+    if _buffered is not None:
+        for logger in list(_buffered):
+            logger.flush()
 
-    def __init__(self, stream: TextIO) -> None:
-        self._logger = BufferedLogger(stream)
 
-    def __call__(self, *args: object) -> BufferedLogger:
-        return self._logger
+def _factory(logger: BufferedLogger) -> Callable[..., BufferedLogger]:
+    return lambda *_args: logger
 
 
 def bound_values(
