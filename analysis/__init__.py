@@ -11,7 +11,7 @@ piranhas-match streams, or observes a room; it never imports the server's intern
             print(result.sides[0].accuracy, [m.mark for m in result.moves])
 
 Deterministic: the same game and settings give the same analysis on any machine, with any
-concurrency (every position is searched on its own, bounded by nodes or depth).
+concurrency (chains of positions searched in order, bounded by nodes or depth, never the clock).
 """
 
 from analysis.game import (

@@ -1,9 +1,11 @@
-"""Analyse a game move by move: every position searched on its own (`SearchBot.analyse`,
-bounded by nodes or depth, never by the clock), then the definitions of `analysis.model`.
+"""Analyse a game move by move: every position searched (`SearchBot.analyse`, bounded by
+nodes or depth, never by the clock), then the definitions of `analysis.model`.
 
-Rule: **the analysis of a position depends on the position and the settings only**. Each
-position gets a fresh search, so positions can be spread over processes in any order
-(`concurrency`) and the output stays byte-identical.
+Rule: **the analysis of a game depends on the game and the settings only**. The positions are
+cut into chains of CHAIN consecutive positions (the cut depends on the game's length alone);
+one search goes through a chain in order, each position starting from the table the one before
+left. Chains start fresh, so they can be spread over processes in any order (`concurrency`) and
+the output stays byte-identical.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ DEFAULT_NODES = 12_000
 """Nodes per position by default: a 60-move game in 19.6 s in one process at load 4
 (bench/analysis.py; docs/analysis.md has the figures and how often the marks agree with 8×
 the nodes)."""
+CHAIN = 10
+"""Positions analysed in a row by one search, each starting from the table the one before
+left (docs/analysis.md "Determinism")."""
 MAX_NODES = 10_000_000
 MAX_DEPTH = 60
 FORMAT = "piranhas-analysis"
@@ -230,34 +235,58 @@ def board_from_text(lines: Sequence[str], turn: int, first_union: Team | None = 
 
 # ---- the work ----------------------------------------------------------------------------
 
-_Task = tuple[list[list[FieldState]], int, Team | None, Move | None, int | None, int | None]
+_Task = tuple[list[list[FieldState]], int, Team | None, tuple[Move, ...], int | None, int | None]
+_Result = tuple[RootAnalysis, int | None]
 
 
-def _task(state: GameState, played: Move | None, settings: Settings) -> _Task:
+def _task(state: GameState, played: Sequence[Move], settings: Settings) -> _Task:
     # The board, not the GameState: a few hundred bytes to another process.
-    return (state.rows(), state.turn, state.first_union, played, settings.nodes, settings.depth)
+    return (
+        state.rows(),
+        state.turn,
+        state.first_union,
+        tuple(played),
+        settings.nodes,
+        settings.depth,
+    )
 
 
-def analyse_position(
-    state: GameState, played: Move | None, settings: Settings
-) -> tuple[RootAnalysis, int | None]:
-    """One position: the search's answer with the only-move check, and the only-move
-    threshold used (None when no move can be an only move). Deterministic."""
-    return _run(_task(state, played, settings))
+def chains(length: int) -> list[range]:
+    """The game's positions (`length` of them) in runs of CHAIN consecutive positions, from
+    the first: the unit of work. The split depends on the game's length only, never on the
+    concurrency, so the output does not either."""
+    return [range(start, min(start + CHAIN, length)) for start in range(0, length, CHAIN)]
 
 
-def _run(task: _Task) -> tuple[RootAnalysis, int | None]:
-    rows, turn, first_union, played, nodes, depth = task
-    state = GameState.from_rows(rows, turn=turn, first_union=first_union)
-    bot = SearchBot(0, max_nodes=nodes, max_depth=depth)
+def analyse_position(state: GameState, played: Move | None, settings: Settings) -> _Result:
+    """One position on its own: the search's answer with the only-move check, and the
+    only-move threshold used (None when no move can be an only move). Deterministic."""
+    bot = SearchBot(0, max_nodes=settings.nodes, max_depth=settings.depth)
+    return _position(bot, state, played, fresh=True)
+
+
+def _position(bot: SearchBot, state: GameState, played: Move | None, *, fresh: bool) -> _Result:
     # The only-move check needs the best score first: one search, then the check on the
     # warm table with the threshold derived from it (both deterministic).
-    first = bot.analyse(state, played)
+    first = bot.analyse(state, played, fresh=fresh)
     threshold = model.score_for(model.win_probability(first.best_score) - model.ONLY_MOVE_GAP)
     if threshold is None or played != first.best or len(state.legal_moves()) < 2:
         return first, None
     only = bot.only_move(state, first, threshold)
     return first.with_only_move(only), threshold
+
+
+def _run(task: _Task) -> list[_Result]:
+    """A chain of positions in order, one bot: each search starts from the table the
+    previous one left (what the position before already proved is not searched again)."""
+    rows, turn, first_union, played, nodes, depth = task
+    state = GameState.from_rows(rows, turn=turn, first_union=first_union)
+    bot = SearchBot(0, max_nodes=nodes, max_depth=depth)
+    results = []
+    for index, move in enumerate(played):
+        results.append(_position(bot, state, move, fresh=index == 0))
+        state = state.apply(move)
+    return results
 
 
 class Analyser:
@@ -283,25 +312,26 @@ class Analyser:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
 
-    def _map(self, tasks: list[_Task]) -> Iterator[tuple[RootAnalysis, int | None]]:
+    def _map(self, tasks: list[_Task]) -> Iterator[list[_Result]]:
         if self._pool is None:
             return map(_run, tasks)
-        return self._pool.map(_run, tasks, chunksize=2)
+        return self._pool.map(_run, tasks)
 
     def analyse(
         self, game: Game, progress: Callable[[int, int], None] | None = None
     ) -> GameAnalysis:
         """The whole game; `progress(done, total)` after every position."""
         states = game.states()
+        runs = chains(len(game.moves))
         tasks = [
-            _task(state, move, self.settings)
-            for state, move in zip(states, game.moves, strict=False)
+            _task(states[run[0]], game.moves[run[0] : run[-1] + 1], self.settings) for run in runs
         ]
-        results = []
-        for result in self._map(tasks):
-            results.append(result[0])
-            if progress is not None:
-                progress(len(results), len(tasks))
+        results: list[RootAnalysis] = []
+        for chain in self._map(tasks):
+            for result in chain:
+                results.append(result[0])
+                if progress is not None:
+                    progress(len(results), len(game.moves))
         return summarise(game, self.settings, states, results)
 
     def analyse_all(

@@ -156,11 +156,15 @@ class SearchBot:
         self._finish(started, completed, best_move, best_score)
         return best_move
 
-    def analyse(self, state: GameState, played: Move | None = None) -> RootAnalysis:
+    def analyse(
+        self, state: GameState, played: Move | None = None, *, fresh: bool = True
+    ) -> RootAnalysis:
         """Analyse `state` within `max_nodes`/`max_depth` (one of them must be set; the clock
-        is never read): the best move and score and `played`'s exact score. A fresh search
-        every time (tables cleared): the answer depends on the position and the bounds
-        alone. ValueError without a legal move, or for an illegal `played`."""
+        is never read): the best move and score and `played`'s exact score. `fresh` (the
+        default) clears the tables first, so the answer depends on the position and the
+        bounds alone; `fresh=False` keeps what the previous `analyse` of this bot learnt (a
+        game's positions analysed in order: the answer then depends on that order too).
+        ValueError without a legal move, or for an illegal `played`."""
         if self.max_nodes is None and self.max_depth is None:
             raise ValueError("analyse needs max_nodes or max_depth: it never reads the clock")
         moves = state.legal_moves()
@@ -168,9 +172,10 @@ class SearchBot:
             raise ValueError(f"no legal move for {state.current_team.name} at turn {state.turn}")
         if played is not None and played not in moves:
             raise ValueError(f"{played} is not legal at turn {state.turn}")
-        self._table.clear()
-        self._evaluations.clear()
-        self._history.clear()
+        if fresh:
+            self._table.clear()
+            self._evaluations.clear()
+            self._history.clear()
         self._begin(state, math.inf)
         root = [(move, state.apply(move)) for move in moves]
         scores = {move: 0 for move in moves}

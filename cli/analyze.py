@@ -292,6 +292,38 @@ def add_league_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     command.add_argument(
         "--concurrency", "-c", type=int, default=1, help="positions analysed at once, in processes"
     )
+    distributed = command.add_argument_group(
+        "across machines (docs/distributed.md): the games recorded in the shared store, "
+        "analysed by the league's workers through the league's queue"
+    )
+    distributed.add_argument(
+        "--distributed",
+        action="store_true",
+        help="send one analysis job per recorded game to the queue, show the progress, then "
+        "write the annotated records (resumable: the same command sends nothing twice)",
+    )
+    distributed.add_argument(
+        "--database",
+        default=None,
+        help="postgresql://… or an SQLite file (default: $PIRANHAS_DATABASE, else the league "
+        "file's database)",
+    )
+    distributed.add_argument(
+        "--redis", default=None, help="redis://host:6379/0 (default: $PIRANHAS_REDIS_URL)"
+    )
+    distributed.add_argument(
+        "--records",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where the annotated records go (default: the league's records folder)",
+    )
+    distributed.add_argument(
+        "--interval", type=float, default=5.0, help="seconds between progress updates"
+    )
+    distributed.add_argument(
+        "--no-wait", action="store_true", help="only send the jobs (write nothing)"
+    )
 
 
 def analyze_league(records_dir: Path, args: argparse.Namespace, out: TextIO) -> int:

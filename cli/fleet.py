@@ -150,6 +150,8 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
 
     config = load_league(args.league)
     database = _database(config, args)
+    if args.command == "analyze":
+        return _analyze(config, database, args, out)
     if args.command == "distribute":
         redis_url = _redis(args)
         preflight.check_redis(redis_url)
@@ -196,6 +198,30 @@ def _dispatch(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     finally:
         store.close()
+
+
+def _analyze(config: LeagueConfig, database: str, args: argparse.Namespace, out: TextIO) -> int:
+    """`piranhas-league analyze --distributed`: 0 every game analysed, 1 some failed, 2 bad
+    settings."""
+    from analysis import AnalysisError
+    from cli.analyze import settings_from
+    from fleet import coordinator
+
+    try:
+        settings = settings_from(args.nodes, args.depth)
+    except AnalysisError as error:
+        raise FleetError(str(error)) from None
+    redis_url = _redis(args)
+    preflight.check_redis(redis_url)
+    sent = coordinator.enqueue_analyses(config, database, redis_url, settings)
+    print(f"{len(sent)} analysis jobs sent to the queue", file=out, flush=True)
+    if args.no_wait:
+        return 0
+    progress = coordinator.wait_for_analyses(database, settings, out=out, interval=args.interval)
+    records = args.records or Path(f"{config.database.with_suffix('')}.records")
+    written, failed = coordinator.write_analyses(database, settings, records, out=out)
+    print(f"{written} annotated records written to {records}", file=out)
+    return 1 if failed or progress.failed else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

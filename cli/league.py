@@ -361,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _verify(args, out)
         if args.command == "run":
             return _run(args, out)
-        if args.command == "analyze":
+        if args.command == "analyze" and not args.distributed:
             config = load_league(args.league)
             database = args.db or config.database
             return analyze_league(Path(f"{database.with_suffix('')}.records"), args, out)

@@ -6,6 +6,10 @@ Sending is idempotent and repairs a lost queue: a match is sent when the store s
 never sent, or when it is queued (or running with a stale heartbeat) but no message for it
 is in Redis any more (Redis lost its data: no AOF, a new server, a FLUSHALL).
 
+Analysis jobs (`piranhas-league analyze --distributed`) go the same way: `enqueue_analyses`
+sends one job per recorded game not yet analysed with the settings, `wait_for_analyses` shows
+the progress, `write_analyses` writes the annotated records.
+
 Also `play_local`: the same matches played one after the other in this process, without a queue
 (the one-machine way; SQLite by default), e.g. as the reference a distributed run must equal.
 """
@@ -20,10 +24,14 @@ from typing import TextIO
 
 import trio
 
+from analysis import Settings
 from fleet import preflight
+from fleet.analyses import Analyses, AnalysisProgress, AnalysisStatus, JobKey, record_name
 from fleet.match import FleetStore, MatchEnd, play_match
 from fleet.queue import (
     HEARTBEAT_TIMEOUT_MS,
+    analysis_keys_in_redis,
+    declare_analysis_actor,
     declare_match_actor,
     make_broker,
     match_ids_in_redis,
@@ -38,12 +46,15 @@ from league.store import LeagueStore
 
 __all__ = [
     "enqueue",
+    "enqueue_analyses",
     "format_status",
     "initialize",
     "play_local",
     "queue_of",
     "standings",
+    "wait_for_analyses",
     "wait_until_final",
+    "write_analyses",
 ]
 
 
@@ -243,3 +254,107 @@ def play_local(
     finally:
         db.close()
     return ends
+
+
+# ---- analysis jobs (fleet.analyses): the second kind of work on the league's queue ----------
+
+
+def _unused_analysis(
+    match_id: int, number: int, nodes: int | None, depth: int | None
+) -> None:  # pragma: no cover - the coordinator only sends
+    raise RuntimeError("the coordinator does not analyse games")
+
+
+def enqueue_analyses(
+    config: LeagueConfig, database: str, redis_url: str, settings: Settings
+) -> list[JobKey]:
+    """Send an analysis job for every recorded game that has no finished analysis with
+    `settings` and no message in the queue; the jobs sent. Running it again sends nothing
+    twice (resumable: a done job is never sent again, a lost message is sent again)."""
+    _, queue = _initialize(config, database)
+    broker = make_broker(redis_url)
+    actor = declare_analysis_actor(broker, _unused_analysis, queue)
+    store, _ = open_store(database)
+    analyses = Analyses(store.backend)
+    try:
+        retrying(analyses.initialize)
+        retrying(lambda: analyses.request(settings))
+        statuses = retrying(lambda: analyses.statuses(settings))
+        waiting = {
+            key
+            for key, status in statuses.items()
+            if status in (AnalysisStatus.QUEUED, AnalysisStatus.RUNNING)
+        }
+        lost: set[JobKey] = set()
+        if waiting:
+            held = analysis_keys_in_redis(broker, actor.queue_name)
+            lost = {key for key in waiting if key.as_args() not in held}
+        new = [key for key, status in statuses.items() if status is AnalysisStatus.NEW]
+        sent = sorted(lost, key=lambda key: key.as_args()[:2]) + new
+        for key in sent:
+            actor.send(*key.as_args())
+        retrying(lambda: analyses.mark_queued_all(new))
+    finally:
+        store.close()
+        broker.close()
+    return sent
+
+
+def wait_for_analyses(
+    database: str,
+    settings: Settings,
+    *,
+    out: TextIO | None = None,
+    interval: float = 5.0,
+    timeout: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> AnalysisProgress:
+    """Print `N/M games analysed` on every change (when `out` is given) until every job of
+    `settings` is done or failed; the final counts. Raises TimeoutError after `timeout` s."""
+    store, _ = open_store(database)
+    analyses = Analyses(store.backend)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        shown = None
+        while True:
+            progress = retrying(lambda: analyses.progress(settings))
+            report = (
+                f"{progress.done}/{progress.total} games analysed, {progress.running} running, "
+                f"{progress.failed} failed"
+            )
+            if out is not None and report != shown:
+                print(report, file=out, flush=True)
+                shown = report
+            if progress.final:
+                return progress
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("the analysis did not finish in time")
+            sleep(interval)
+    finally:
+        store.close()
+
+
+def write_analyses(
+    database: str, settings: Settings, records_dir: Path, *, out: TextIO | None = None
+) -> tuple[int, int]:
+    """Write every finished job's annotated record into `records_dir` (atomically, under the
+    one-machine league's file names); (written, failed)."""
+    store, _ = open_store(database)
+    try:
+        results = retrying(lambda: Analyses(store.backend).results(settings))
+    finally:
+        store.close()
+    records_dir.mkdir(parents=True, exist_ok=True)
+    written = failed = 0
+    for key, annotated, error in results:
+        name = record_name(key.match_id, key.number)
+        if annotated is None:
+            failed += 1
+            if out is not None:
+                print(f"{name}: failed: {error}", file=out)
+            continue
+        temporary = records_dir / f"{name}.tmp"
+        temporary.write_bytes(annotated.encode())
+        temporary.replace(records_dir / name)
+        written += 1
+    return written, failed

@@ -36,10 +36,13 @@ from dramatiq.brokers.redis import RedisBroker, _scripts
 from dramatiq.middleware import CurrentMessage, Middleware, Retries, TimeLimit
 
 __all__ = [
+    "ANALYSIS_ACTOR_NAME",
     "HEARTBEAT_TIMEOUT_MS",
     "MAX_RETRIES",
     "MatchBroker",
     "ShutdownFlag",
+    "analysis_keys_in_redis",
+    "declare_analysis_actor",
     "declare_match_actor",
     "make_broker",
     "match_ids_in_redis",
@@ -48,6 +51,9 @@ __all__ = [
 ]
 
 ACTOR_NAME = "play_match"
+# The second kind of work on the same queue (fleet.analyses): the analysis of one recorded game,
+# the message (match id, game number, nodes, depth).
+ANALYSIS_ACTOR_NAME = "analyse_game"
 MAX_RETRIES = 2
 RETRY_BACKOFF_MS = (1_000, 10_000)
 HEARTBEAT_TIMEOUT_MS = 5_000
@@ -149,6 +155,24 @@ def declare_match_actor(
     return decorate(play)
 
 
+AnalysisArgs = tuple[int, int, int | None, int | None]
+
+
+def declare_analysis_actor(
+    broker: dramatiq.Broker, analyse: Callable[[int, int, int | None, int | None], None], queue: str
+) -> dramatiq.Actor[[int, int, int | None, int | None], None]:
+    """The analysis actor on `broker`, on the same `queue` as the matches (one worker takes
+    both kinds of work, one at a time): `analyse(match_id, number, nodes, depth)`."""
+    decorate = dramatiq.actor(
+        actor_name=ANALYSIS_ACTOR_NAME,
+        queue_name=queue,
+        broker=broker,
+        max_retries=MAX_RETRIES,
+        time_limit=math.inf,
+    )
+    return decorate(analyse)
+
+
 def retries_of_current_message() -> int:
     """How often the message being processed was retried before (0 on its first delivery)."""
     message: Any = CurrentMessage.get_current_message()
@@ -164,18 +188,31 @@ def send_first(broker: MatchBroker, actor: dramatiq.Actor[[int], None], match_id
     broker.do_enqueue_first(actor.queue_name, message.options["redis_message_id"], message.encode())
 
 
-def match_ids_in_redis(broker: MatchBroker, queue: str) -> set[int]:
-    """The match ids of every message Redis holds for `queue`: waiting, delayed for a retry,
-    or being played (a message stays in its queue's hash until acknowledged). Read in one
-    MULTI so a message moving from the delay queue to the queue is seen once, not never."""
+def _messages_in_redis(broker: MatchBroker, queue: str) -> list[dict[str, Any]]:
+    """Every message Redis holds for `queue`: waiting, delayed for a retry, or being worked on
+    (a message stays in its queue's hash until acknowledged). Read in one MULTI so a message
+    moving from the delay queue to the queue is seen once, not never."""
     keys: Iterable[str] = (f"{broker.namespace}:{name}.msgs" for name in (queue, f"{queue}.DQ"))
     pipeline = broker.client.pipeline(transaction=True)
     for key in keys:
         pipeline.hvals(key)
+    return [json.loads(data) for values in pipeline.execute() for data in values]
+
+
+def match_ids_in_redis(broker: MatchBroker, queue: str) -> set[int]:
+    """The match ids of every match message Redis holds for `queue`."""
+    return {
+        int(message["args"][0])
+        for message in _messages_in_redis(broker, queue)
+        if message.get("actor_name") == ACTOR_NAME and message.get("args")
+    }
+
+
+def analysis_keys_in_redis(broker: MatchBroker, queue: str) -> set[AnalysisArgs]:
+    """The (match id, game number, nodes, depth) of every analysis message for `queue`."""
     found = set()
-    for values in pipeline.execute():
-        for data in values:
-            message = json.loads(data)
-            if message.get("actor_name") == ACTOR_NAME and message.get("args"):
-                found.add(int(message["args"][0]))
+    for message in _messages_in_redis(broker, queue):
+        args = message.get("args")
+        if message.get("actor_name") == ANALYSIS_ACTOR_NAME and args and len(args) == 4:
+            found.add((int(args[0]), int(args[1]), args[2], args[3]))
     return found

@@ -1,4 +1,5 @@
-"""`piranhas-league worker`: one process that plays one match at a time from the queue.
+"""`piranhas-league worker`: one process that plays one match at a time from the queue, and
+analyses one game at a time when the queue holds analysis jobs (`fleet.analyses`).
 
 One Dramatiq `Worker` with one thread in this process (no forked children: the process that
 plays is the process a supervisor watches and a signal reaches). Each message is a match id;
@@ -32,11 +33,16 @@ from pathlib import Path
 import structlog
 import trio
 
+from analysis import AnalysisError
+from analysis.annotate import AnnotationError
+from analysis.sources import SourceError
 from fleet import preflight
+from fleet.analyses import Analyses, JobKey, analyse_record, record_name
 from fleet.match import FleetStore, MatchEnd, play_match
 from fleet.queue import (
     MAX_RETRIES,
     ShutdownFlag,
+    declare_analysis_actor,
     declare_match_actor,
     make_broker,
     retries_of_current_message,
@@ -175,7 +181,46 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
             # attempts).
             send_first(broker, actor, match_id)
 
+    analyses = Analyses(db.store.backend)
+
+    def analyse(match_id: int, number: int, nodes: int | None, depth: int | None) -> None:
+        key = JobKey(match_id, number, nodes, depth)
+        name = f"analysis of match {match_id} game {number}"
+        try:
+            job = db.call_sync(analyses.start, key, setup.name)
+        except KeyError:
+            log.error("unknown analysis job, dropped", match=match_id, game=number)
+            return
+        if job is None:
+            log.info("nothing to do", match=match_id, game=number)
+            return
+        say(f"{name}: attempt {job.attempt}")
+        try:
+            # In this thread, like a match: a stopping worker lets it finish (a game's
+            # analysis takes seconds, well within SHUTDOWN_TIMEOUT_MS).
+            annotated = analyse_record(
+                job.record.encode(), record_name(match_id, number), key.settings
+            )
+        except (AnalysisError, SourceError, AnnotationError) as error:
+            # The record or the settings are wrong: a retry would fail the same way.
+            say(f"{name}: failed: {error}")
+            db.call_sync(analyses.fail, job, str(error))
+            return
+        except Exception as error:
+            if retries_of_current_message() >= MAX_RETRIES:
+                say(f"{name}: failed for good: {error}")
+                db.call_sync(analyses.fail_for_good, key, str(error))
+            else:
+                say(f"{name}: failed, to be retried: {error}")
+                db.call_sync(analyses.requeue, job)
+            raise
+        if db.call_sync(analyses.finish, job, annotated.decode()):
+            say(f"{name}: attempt {job.attempt} done")
+        else:
+            say(f"{name}: attempt {job.attempt} superseded, nothing written")
+
     actor = declare_match_actor(broker, play, queue)
+    declare_analysis_actor(broker, analyse, queue)
     # worker_timeout: how long an idle consumer waits between fetches at most; after a match
     # the next one starts within it (Dramatiq's default is 1 s).
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=IDLE_FETCH_MS)
