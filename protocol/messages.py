@@ -350,12 +350,13 @@ _STATE_CACHE_SIZE = 32
 _STATE_CACHE_LOCK = threading.Lock()
 
 
-def state_xml(state: GameState, depth: int) -> str:
-    """`<state class="state" …>` at `depth` (first line unindented), as in a memento."""
+def state_xml(state: GameState, depth: int, room_id: str | None = None) -> str:
+    """`<state class="state" …>` at `depth` (first line unindented), as in a memento
+    (`room_id`: of the room it is sent in, whose last board is then mostly reused)."""
     key = (state, state.turn, state.first_union, state.last_move, depth)
     xml = _STATE_CACHE.get(key)
     if xml is None:
-        xml = _render_state(state, depth)
+        xml = _render_state(state, depth, room_id)
         with _STATE_CACHE_LOCK:
             while len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
                 del _STATE_CACHE[next(iter(_STATE_CACHE))]
@@ -363,7 +364,7 @@ def state_xml(state: GameState, depth: int) -> str:
     return xml
 
 
-def _render_state(state: GameState, depth: int) -> str:
+def _render_state(state: GameState, depth: int, room_id: str | None = None) -> str:
     inner = "\n" + INDENT * (depth + 1)
     head = f'<state class="state" startTeam="ONE" turn="{state.turn}"'
     if state.first_union is not None:
@@ -377,37 +378,80 @@ def _render_state(state: GameState, depth: int) -> str:
             f"{deeper}<direction>{move.direction.name}</direction>{inner}</lastMove>"
         )
     parts.append(inner)
-    parts.append(_state_board_xml(state, depth + 1))
+    parts.append(_state_board_xml(state, depth + 1, room_id))
     parts.append(f"\n{INDENT * depth}</state>")
     return "".join(parts)
 
 
-# Rendered rows by (depth, width, GameState.row_keys() entry): a move changes at most two rows of
-# ten, so a memento is mostly rows rendered before. Cleared when full (new boards).
-_ROW_CACHE: dict[tuple[int, int, tuple[int, int, int, int, int]], str] = {}
+# Rendered rows by (depth, width, the row's bits of each bitboard): a move changes at most
+# two rows of ten, so a memento is mostly rows rendered before. Cleared when full.
+_ROW_CACHE: dict[tuple[int, int, tuple[int, ...]], str] = {}
 _ROW_CACHE_SIZE = 4096
 
 
-def _state_board_xml(state: GameState, depth: int) -> str:
-    """board_xml(state.rows(), depth), with the rows rendered before taken from the cache."""
-    keys = state.row_keys()
-    if not keys or state.width == 0:
+# The board last rendered for each room (room id, depth): its width, bitboards and rows.
+# A move changes one or two rows, found from the bitboards' difference: only those are
+# looked up again. Cleared when full.
+_ROOM_BOARDS: dict[tuple[str, int], tuple[int, tuple[int, ...], list[str]]] = {}
+_ROOM_BOARDS_SIZE = 2048
+
+
+def _state_board_xml(state: GameState, depth: int, room_id: str | None = None) -> str:
+    """board_xml(state.rows(), depth), with the rows rendered before taken from the caches
+    (`room_id`: the board last rendered for that room, too)."""
+    width, height = state.width, state.height
+    if width == 0 or height == 0:
         return board_xml(state.rows(), depth)
-    cache = _ROW_CACHE
-    parts = ["<board>"]
-    fields, row_open, row_close, _, board_close = _board_pieces(depth)
+    boards = state.bitboards()
+    pieces = _board_pieces(depth)
+    stride = width + 1  # field (x, y) is bit y * (width + 1) + x
+    slot = (room_id, depth) if room_id is not None else None
+    previous = _ROOM_BOARDS.get(slot) if slot is not None else None
+    rows: list[str] | None = None
+    if previous is not None and previous[0] == width and len(previous[2]) == height:
+        _, old_boards, old_rows = previous
+        changed = 0
+        for new_bits, old_bits in zip(boards, old_boards, strict=True):
+            changed |= new_bits ^ old_bits
+        rows = list(old_rows)
+        row_mask = (1 << stride) - 1
+        while changed:
+            y = ((changed & -changed).bit_length() - 1) // stride
+            if y >= height:  # (bits off the board: render it all)
+                rows = None
+                break
+            rows[y] = _row_xml(state, y, boards, depth, pieces)
+            changed &= ~(row_mask << (y * stride))
+    if rows is None:
+        rows = [_row_xml(state, y, boards, depth, pieces) for y in range(height)]
+    if slot is not None:
+        if previous is None and len(_ROOM_BOARDS) >= _ROOM_BOARDS_SIZE:
+            _ROOM_BOARDS.clear()  # (threads: a lost entry is only rendered again)
+        _ROOM_BOARDS[slot] = (width, boards, rows)
+    return "<board>" + "".join(rows) + pieces[4]
+
+
+def _row_xml(
+    state: GameState,
+    y: int,
+    boards: tuple[int, ...],
+    depth: int,
+    pieces: tuple[dict[str, str], str, str, str, str],
+) -> str:
+    """Row `y` of the board, from the row cache (by the row's bits) or rendered now."""
     width = state.width
-    for y, key in enumerate(keys):
-        cached = cache.get((depth, width, key))
-        if cached is None:
-            cells = state.row(y)
-            cached = row_open + "".join([fields[cell._name_] for cell in cells]) + row_close
-            if len(cache) >= _ROW_CACHE_SIZE:
-                cache.clear()  # (threads: a lost entry is only rendered again)
-            cache[(depth, width, key)] = cached
-        parts.append(cached)
-    parts.append(board_close)
-    return "".join(parts)
+    shift = y * (width + 1)
+    mask = (1 << width) - 1
+    key = tuple([(bits >> shift) & mask for bits in boards])
+    depth_key = (depth, width, key)
+    cached = _ROW_CACHE.get(depth_key)
+    if cached is None:
+        fields, row_open, row_close, _, _ = pieces
+        cached = row_open + "".join([fields[cell._name_] for cell in state.row(y)]) + row_close
+        if len(_ROW_CACHE) >= _ROW_CACHE_SIZE:
+            _ROW_CACHE.clear()  # (threads: a lost entry is only rendered again)
+        _ROW_CACHE[depth_key] = cached
+    return cached
 
 
 def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
@@ -415,7 +459,7 @@ def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
     pad1 = pad + INDENT
     return (
         f'{pad}<room roomId="{escape_attr(room_id)}">\n{pad1}<data class="memento">\n{pad1}{INDENT}'
-        f"{state_xml(state, depth + 2)}\n{pad1}</data>\n{pad}</room>"
+        f"{state_xml(state, depth + 2, room_id)}\n{pad1}</data>\n{pad}</room>"
     )
 
 
