@@ -340,12 +340,12 @@ def board_xml(rows: list[list[FieldState]], depth: int) -> str:
 
 
 # The same state goes to both players, the observers and the replay: remember the last
-# few renderings. GameState is immutable with value semantics; the rendered attributes are
-# part of the key too, so the cache stays right even if state equality ever ignores them.
-# The trio thread and the replay-writer threads share it: the lock keeps "evict the oldest"
-# atomic (two threads evicting the same key used to raise KeyError). Rendering happens
-# outside the lock.
-_STATE_CACHE: dict[tuple[object, ...], str] = {}
+# few renderings. Keyed by identity (hashing a GameState and its last move by value took a
+# tenth of a memento's rendering): the entry holds the state, so its id is not reused while
+# the entry lives. The trio thread and the replay-writer threads share it: the lock keeps
+# "evict the oldest" atomic (two threads evicting the same key used to raise KeyError).
+# Rendering happens outside the lock.
+_STATE_CACHE: dict[tuple[int, int], tuple[GameState, str]] = {}
 _STATE_CACHE_SIZE = 32
 _STATE_CACHE_LOCK = threading.Lock()
 
@@ -353,14 +353,15 @@ _STATE_CACHE_LOCK = threading.Lock()
 def state_xml(state: GameState, depth: int, room_id: str | None = None) -> str:
     """`<state class="state" …>` at `depth` (first line unindented), as in a memento
     (`room_id`: of the room it is sent in, whose last board is then mostly reused)."""
-    key = (state, state.turn, state.first_union, state.last_move, depth)
-    xml = _STATE_CACHE.get(key)
-    if xml is None:
-        xml = _render_state(state, depth, room_id)
-        with _STATE_CACHE_LOCK:
-            while len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
-                del _STATE_CACHE[next(iter(_STATE_CACHE))]
-            _STATE_CACHE[key] = xml
+    key = (id(state), depth)
+    entry = _STATE_CACHE.get(key)
+    if entry is not None and entry[0] is state:
+        return entry[1]
+    xml = _render_state(state, depth, room_id)
+    with _STATE_CACHE_LOCK:
+        while len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
+            del _STATE_CACHE[next(iter(_STATE_CACHE))]
+        _STATE_CACHE[key] = (state, xml)
     return xml
 
 
@@ -389,46 +390,69 @@ _ROW_CACHE: dict[tuple[int, int, tuple[int, ...]], str] = {}
 _ROW_CACHE_SIZE = 4096
 
 
-# The board last rendered for each room (room id, depth): its width, bitboards and rows.
-# A move changes one or two rows, found from the bitboards' difference: only those are
-# looked up again. Cleared when full.
-_ROOM_BOARDS: dict[tuple[str, int], tuple[int, tuple[int, ...], list[str]]] = {}
+# The board last rendered for each room (room id, depth): its width, bitboards, rows and
+# each row's field lines. A move changes two fields, found from the bitboards' difference:
+# only those are looked up again. Cleared when full.
+_ROOM_BOARDS: dict[tuple[str, int], tuple[int, tuple[int, ...], list[str], list[list[str]]]] = {}
 _ROOM_BOARDS_SIZE = 2048
 
 
 def _state_board_xml(state: GameState, depth: int, room_id: str | None = None) -> str:
     """board_xml(state.rows(), depth), with the rows rendered before taken from the caches
-    (`room_id`: the board last rendered for that room, too)."""
+    (`room_id`: from the board last rendered for that room, too)."""
     width, height = state.width, state.height
     if width == 0 or height == 0:
         return board_xml(state.rows(), depth)
-    boards = state.bitboards()
     pieces = _board_pieces(depth)
+    if room_id is None:
+        boards = state.bitboards()
+        rows = [_row_xml(state, y, boards, depth, pieces) for y in range(height)]
+        return "<board>" + "".join(rows) + pieces[4]
+    return "<board>" + "".join(_room_rows(state, depth, room_id, pieces)) + pieces[4]
+
+
+def _room_rows(
+    state: GameState,
+    depth: int,
+    room_id: str,
+    pieces: tuple[dict[str, str], str, str, str, str],
+) -> list[str]:
+    """The rows of `state`'s board, reusing the room's last board: the fields that differ
+    from it are looked up, the rest is copied."""
+    width, height = state.width, state.height
+    boards = state.bitboards()
+    fields, row_open, row_close, _, _ = pieces
     stride = width + 1  # field (x, y) is bit y * (width + 1) + x
-    slot = (room_id, depth) if room_id is not None else None
-    previous = _ROOM_BOARDS.get(slot) if slot is not None else None
-    rows: list[str] | None = None
+    slot = (room_id, depth)
+    previous = _ROOM_BOARDS.get(slot)
     if previous is not None and previous[0] == width and len(previous[2]) == height:
-        _, old_boards, old_rows = previous
+        _, old_boards, old_rows, old_cells = previous
         changed = 0
         for new_bits, old_bits in zip(boards, old_boards, strict=True):
             changed |= new_bits ^ old_bits
-        rows = list(old_rows)
-        row_mask = (1 << stride) - 1
-        while changed:
-            y = ((changed & -changed).bit_length() - 1) // stride
-            if y >= height:  # (bits off the board: render it all)
-                rows = None
-                break
-            rows[y] = _row_xml(state, y, boards, depth, pieces)
-            changed &= ~(row_mask << (y * stride))
-    if rows is None:
-        rows = [_row_xml(state, y, boards, depth, pieces) for y in range(height)]
-    if slot is not None:
-        if previous is None and len(_ROOM_BOARDS) >= _ROOM_BOARDS_SIZE:
-            _ROOM_BOARDS.clear()  # (threads: a lost entry is only rendered again)
-        _ROOM_BOARDS[slot] = (width, boards, rows)
-    return "<board>" + "".join(rows) + pieces[4]
+        if changed >> (height * stride) == 0:  # (else bits off the board: render it all)
+            rows, cells = list(old_rows), list(old_cells)
+            field_mask = (1 << width) - 1
+            while changed:
+                y = ((changed & -changed).bit_length() - 1) // stride
+                shift = y * stride
+                line = list(cells[y])
+                row_bits = (changed >> shift) & field_mask
+                while row_bits:
+                    x = (row_bits & -row_bits).bit_length() - 1
+                    line[x] = fields[state.field(x, y)._name_]
+                    row_bits &= row_bits - 1
+                cells[y] = line
+                rows[y] = row_open + "".join(line) + row_close
+                changed &= ~(((1 << stride) - 1) << shift)
+            _ROOM_BOARDS[slot] = (width, boards, rows, cells)
+            return rows
+    cells = [[fields[cell._name_] for cell in row] for row in state.rows()]
+    rows = [row_open + "".join(line) + row_close for line in cells]
+    if previous is None and len(_ROOM_BOARDS) >= _ROOM_BOARDS_SIZE:
+        _ROOM_BOARDS.clear()  # (threads: a lost entry is only rendered again)
+    _ROOM_BOARDS[slot] = (width, boards, rows, cells)
+    return rows
 
 
 def _row_xml(
