@@ -15,7 +15,6 @@ given the ladder's replay files behind the access rule.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -32,7 +31,9 @@ from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from analysis import AnalysisError
 from analysis import Settings as AnalysisSettings
+from ladder.season import freeze, season_path
 from ladder.site import access
 from ladder.site.forms import UPLOAD_SECONDS, UPLOAD_SLACK, bounded_form, text_field
 from ladder.site.pages import esc, form, page, panel, rating_graph, table, when
@@ -161,7 +162,10 @@ class LadderSite:
         self.replays = ReplayRoutes(data_dir / "replays")
         self.analyses = AnalysisJobs(self._script_guard, self._spawn)
         if analysis_nodes is not None:
-            self.analyses.settings = AnalysisSettings(nodes=analysis_nodes)
+            try:
+                self.analyses.settings = AnalysisSettings(nodes=analysis_nodes)
+            except AnalysisError as failure:
+                raise ValueError(f"analysis nodes: {failure}") from None
         self.app = self._build_app()
 
     async def call(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -1106,27 +1110,25 @@ class LadderSite:
         return RedirectResponse("/admin", status_code=303)
 
     async def admin_freeze(self, request: Request) -> Response:
-        """Freeze the active versions into a league season (`ladder.season.freeze`)."""
-        try:
-            freeze = importlib.import_module("ladder.season").freeze
-        except (ModuleNotFoundError, AttributeError):
-            return await self.admin_page(request, failure="seasons are not available", status=503)
+        """Freeze the active versions into a league season (`ladder.season.freeze`: the
+        league file DIR/seasons/<name>.toml and its folder, audit-logged)."""
         checked = await self._admin_form(request)
         if isinstance(checked, Response):
             return checked
-        _, form_data = checked
+        reader, form_data = checked
         name = text_field(form_data, "name", 64).strip()
-        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-        if not slug:
-            return await self.admin_page(request, failure="a season needs a name", status=400)
-        path = self.data_dir / "seasons" / f"{slug}.toml"
         try:
-            written = await self.call(freeze, self.store, path, name)
+            path = season_path(self.data_dir, name)
+            # On the store's thread (it reads the store); unpacking the uploads is the
+            # bulk of it, seconds at most for a class's worth of teams.
+            written = await self.call(
+                freeze, self.store, path, name, by=reader.name or "admin", docker=self.docker
+            )
         except (LadderError, ValueError, OSError) as failure:
             return await self.admin_page(request, failure=str(failure), status=400)
         return await self.admin_page(
             request,
-            message=f"Season {name} written to {written}: run piranhas-league run {written}",
+            message=f"Season {name} written to {written}: piranhas-league run {written} plays it",
         )
 
     # ------------------------------------------------------------------ the API

@@ -265,10 +265,18 @@ async def test_admin_page(tmp_path: Path) -> None:
         assert suspended.status == 303
         team_now = site.store.team(team.id)
         assert team_now is not None and team_now.suspended
+        # The season: the active versions (the suspended team's is off the ladder).
+        for name in ("Pikes", "Breams"):
+            other = site.store.create_team(name)
+            passed_version(site.store, tmp_path, other, active=True)
+        frozen = await admin.post("/admin/freeze", {"name": "Spring 2027"})
+        assert frozen.status == 200 and "piranhas-league run" in frozen.text, frozen.text
+        league = (tmp_path / "seasons" / "spring-2027.toml").read_text()
+        assert "Pikes" in league and "Breams" in league and "Sharks" not in league
         page = await admin.get("/admin")
-        assert 'id="audit"' in page.text and "suspend" in page.text
+        assert 'id="audit"' in page.text and "suspend" in page.text and "Spring 2027" in page.text
         # Nobody else sees or uses it.
-        member_team, _ = site.team_with_member("Pikes", "bob")
+        member_team, _ = site.team_with_member("Carps", "bob")
         bob = site.client()
         await sign_in(bob, "bob")
         assert (await bob.get("/admin")).status == 404
