@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import sys
@@ -155,6 +156,7 @@ def _flusher() -> weakref.WeakSet[BufferedLogger]:
                         logger.flush()
 
             threading.Thread(target=flush_now_and_then, name="log flush", daemon=True).start()
+            atexit.register(flush_logs)  # the daemon thread dies first at exit
             _buffered = loggers
         return _buffered
 
