@@ -38,7 +38,13 @@ from fleet.queue import (
     match_ids_in_redis,
 )
 from ladder.store import LadderStore
-from ladder.work import LadderDb, WorkSettings, schedule_matches, work_once
+from ladder.work import (
+    LadderDb,
+    WorkSettings,
+    private_directories,
+    schedule_matches,
+    work_once,
+)
 from league.asyncstore import StoreThread
 
 __all__ = ["LADDER_QUEUE", "Dispatcher", "jobs_waiting", "run_actor_worker"]
@@ -120,6 +126,7 @@ def run_actor_worker(
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
     preflight.check_redis(redis_url)
+    private_directories(settings.data_dir)
     shutdown = ShutdownFlag()
     broker = make_broker(redis_url, shutdown=shutdown)
     db: LadderDb = StoreThread(lambda: LadderStore.open(database), name="ladder-store")

@@ -37,7 +37,7 @@ import secrets
 import signal
 import socket
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -76,6 +76,7 @@ __all__ = [
     "check_version",
     "game_log_path",
     "play_match",
+    "private_directories",
     "replay_path",
     "run_workers",
     "schedule_matches",
@@ -136,6 +137,19 @@ class WorkSettings:
     # server's reservation time; its default of an hour would let a bot that never starts
     # hold a worker).
     join_seconds: float = 60.0
+
+
+PRIVATE_DIRECTORIES = ("uploads", "logs", "cards")
+
+
+def private_directories(data_dir: Path) -> None:
+    """Make the team-private folders of the data directory this user's alone (0700): a bot
+    run as a process (--no-docker: as `nobody` when the worker is root) cannot read another
+    team's uploads, logs or cards there. Containers see none of the host's files anyway."""
+    for name in PRIVATE_DIRECTORIES:
+        folder = data_dir / name
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.chmod(0o700)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -543,7 +557,23 @@ async def play_match(
     return await _play_match(db, claim, work)
 
 
-async def _play_match(db: LadderDb, claim: MatchClaim, settings: WorkSettings) -> MatchReport:
+@contextlib.asynccontextmanager
+async def game_server(settings: WorkSettings, log_path: Path) -> AsyncIterator[ServerAddress]:
+    """The game server in this process (runner.inprocess) for ladder games: official
+    timeouts, the join deadline, a Unix socket for the containers' relays, no results or
+    replays of its own (the worker writes them). One per trio run: the workers of a pool
+    share it (its logging set-up is the process's)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    game_settings = server_settings(
+        results_file=None, save_replay=False, reservation_ttl=settings.join_seconds
+    )
+    async with in_process_server(game_settings, log_path, unix_socket=True) as server:
+        yield server
+
+
+async def _play_match(
+    db: LadderDb, claim: MatchClaim, settings: WorkSettings, server: ServerAddress | None = None
+) -> MatchReport:
     began = trio.current_time()
     run_id = f"ladder-{secrets.token_hex(4)}"
     containers = None
@@ -551,29 +581,29 @@ async def _play_match(db: LadderDb, claim: MatchClaim, settings: WorkSettings) -
         from sandbox.docker import docker_cli
 
         containers = (docker_cli(), f"piranhas.run={run_id}")
-    server_log = settings.data_dir / "logs" / SERVER_LOGS / f"{claim.match_id}.log"
-    server_log.parent.mkdir(parents=True, exist_ok=True)
     rows: list[GameResultRow] = []
     replays: list[tuple[int, bytes]] = []
-    game_settings = server_settings(
-        results_file=None, save_replay=False, reservation_ttl=settings.join_seconds
-    )
-    with contextlib.ExitStack() as files, BotReaper(containers) as reaper:
-        async with in_process_server(game_settings, server_log, unix_socket=True) as server:
-            seats = await _seats(db, claim, settings, server, reaper, run_id, files)
-            with trio.CancelScope() as stale:
-                async with trio.open_nursery() as nursery:
-                    beat = partial(db.store.heartbeat, claim, lease_seconds=settings.lease_seconds)
-                    nursery.start_soon(_beat, db, beat, settings.heartbeat_every, stale)
-                    for number in range(1, claim.games + 1):
-                        seed = board_seed(claim.board_seed, (number - 1) // 2)
-                        row, replay = await _play_one(
-                            number, seats, seed, server, settings, claim.match_id
-                        )
-                        rows.append(row)
-                        if replay is not None:
-                            replays.append((number, replay))
-                    nursery.cancel_scope.cancel()
+    async with contextlib.AsyncExitStack() as stack:
+        if server is None:
+            server_log = settings.data_dir / "logs" / SERVER_LOGS / f"{claim.match_id}.log"
+            server = await stack.enter_async_context(game_server(settings, server_log))
+        assert server is not None
+        reaper = stack.enter_context(BotReaper(containers))
+        files = stack.enter_context(contextlib.ExitStack())
+        seats = await _seats(db, claim, settings, server, reaper, run_id, files)
+        with trio.CancelScope() as stale:
+            async with trio.open_nursery() as nursery:
+                beat = partial(db.store.heartbeat, claim, lease_seconds=settings.lease_seconds)
+                nursery.start_soon(_beat, db, beat, settings.heartbeat_every, stale)
+                for number in range(1, claim.games + 1):
+                    seed = board_seed(claim.board_seed, (number - 1) // 2)
+                    row, replay = await _play_one(
+                        number, seats, seed, server, settings, claim.match_id
+                    )
+                    rows.append(row)
+                    if replay is not None:
+                        replays.append((number, replay))
+                nursery.cancel_scope.cancel()
     if stale.cancelled_caught:
         raise StaleAttemptError(f"match {claim.match_id}: attempt {claim.attempt} was superseded")
     # The replays under a name of this attempt first; under their public names only once the
@@ -607,7 +637,9 @@ def _with_replay(row: GameResultRow, name: str) -> GameResultRow:
 # ---- workers and the scheduler ---------------------------------------------------------------
 
 
-async def work_once(db: LadderDb, settings: WorkSettings) -> str | None:
+async def work_once(
+    db: LadderDb, settings: WorkSettings, server: ServerAddress | None = None
+) -> str | None:
     """Claim one job, check jobs first, and do it; what was done ("check 3", "match 7"), None
     when there was nothing to claim. A match that failed for no bot's fault (or lost to a
     newer attempt) is given back."""
@@ -631,7 +663,7 @@ async def work_once(db: LadderDb, settings: WorkSettings) -> str | None:
     if claim is None:
         return None
     try:
-        await _play_match(db, claim, settings)
+        await _play_match(db, claim, settings, server)
     except (ServerFailure, StaleAttemptError) as error:
         log.warning("match given back", match=claim.match_id, error=str(error))
         await db.call(db.store.abandon_match, claim)
@@ -689,12 +721,16 @@ async def run_workers(
     schedule_interval: float = 2.0,
     settings: WorkSettings | None = None,
 ) -> None:
-    """The in-process pool until cancelled: a scheduler keeping `workers` matches pending
-    (`schedule=False`: another process schedules) and `workers` workers, each on its own
-    store connection, claiming check jobs first, then matches."""
+    """The pool until cancelled: a scheduler keeping enough matches pending for `workers`
+    workers (`schedule=False`: another process schedules) and the workers, each claiming
+    check jobs first, then matches. One worker runs in this trio run; more run in child
+    processes of their own (`store_factory` must then be picklable, e.g. a
+    functools.partial of LadderStore.open): a game server's logging and its move clock belong
+    to its process, so two servers never share one."""
     if workers < 1:
         raise ValueError("at least one worker")
     base = dataclasses.replace(settings or WorkSettings(data_dir), data_dir=data_dir, docker=docker)
+    private_directories(data_dir)
 
     def open_db() -> LadderDb:
         return StoreThread(store_factory, name="ladder-store")
@@ -702,10 +738,66 @@ async def run_workers(
     async with trio.open_nursery() as nursery:
         if schedule:
             nursery.start_soon(_scheduler, open_db, workers, schedule_interval)
-        for index in range(workers):
-            worker = dataclasses.replace(base, worker=f"{base.worker}:{index}")
-            nursery.start_soon(_worker, open_db, worker)
+        if workers == 1:
+            nursery.start_soon(
+                _worker, open_db, dataclasses.replace(base, worker=f"{base.worker}:0")
+            )
+        else:
+            for index in range(workers):
+                worker = dataclasses.replace(base, worker=f"{base.worker}:{index}")
+                nursery.start_soon(_child_worker, store_factory, worker)
         await trio.sleep(math.inf)
+
+
+CHILD_RESTART_DELAY = 5.0  # s before a worker process that ended is started again
+CHILD_STOP_WAIT = 30.0  # s for a stopping worker process to give its match back
+
+
+async def _child_worker(store_factory: Callable[[], LadderStore], settings: WorkSettings) -> None:
+    """One worker in a child process, started again when it ends; SIGTERM when cancelled (it
+    gives its running match back), SIGKILL if it does not end in time."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # nothing of this process's state
+    while True:
+        process = context.Process(
+            target=_worker_process, args=(store_factory, settings), name=settings.worker
+        )
+        process.start()
+        try:
+            while process.is_alive():
+                await trio.sleep(0.5)
+        finally:
+            if process.is_alive():
+                with trio.CancelScope(shield=True):
+                    process.terminate()
+                    with trio.move_on_after(CHILD_STOP_WAIT):
+                        while process.is_alive():
+                            await trio.sleep(0.1)
+                    if process.is_alive():
+                        process.kill()
+                    process.join()
+        log.error("worker process ended", worker=settings.worker, status=process.exitcode)
+        await trio.sleep(CHILD_RESTART_DELAY)
+
+
+def _worker_process(store_factory: Callable[[], LadderStore], settings: WorkSettings) -> None:
+    """A child process's body: one worker until SIGTERM, or until its parent is gone (a
+    killed pool leaves no worker behind)."""
+    parent = os.getppid()
+
+    async def orphaned(scope: trio.CancelScope) -> None:
+        while os.getppid() == parent:
+            await trio.sleep(1.0)
+        scope.cancel()
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_cancel_on_signal, nursery.cancel_scope)
+            nursery.start_soon(orphaned, nursery.cancel_scope)
+            await _worker(lambda: StoreThread(store_factory, name="ladder-store"), settings)
+
+    trio.run(main)
 
 
 # ---- the `worker` subcommand of piranhas-ladder (cli/ladder.py calls add_worker_command) -----

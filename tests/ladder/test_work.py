@@ -9,13 +9,14 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 import trio
 
 from engine import GameResult, PlayerEntry, Team
-from ladder.store import GameResultRow, RecordStatus, StaleAttemptError
+from ladder.store import GameResultRow, LadderStore, RecordStatus, StaleAttemptError
 from ladder.work import (
     NO_DOCKER_NOTE,
     LadderDb,
@@ -246,4 +247,32 @@ async def test_the_pool_schedules_and_plays(ladder: Ladder) -> None:
             nursery.cancel_scope.cancel()
     finished = [m for m in ladder.store.matches() if m.status == "finished"]
     assert {finished[0].version_a, finished[0].version_b} == set(versions)
+    assert (ladder.data_dir / "uploads").stat().st_mode & 0o777 == 0o700  # the team's alone
     assert ladder.store.ratings().keys() >= set(versions)
+
+
+@pytest.mark.slow
+async def test_two_workers_play_in_processes_of_their_own_and_give_back_on_stop(
+    ladder: Ladder,
+) -> None:
+    for name in ("East", "West", "South"):
+        ladder.active(name, shell_bot())
+    factory = partial(LadderStore.open, ladder.database)  # picklable: the children open it
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: run_workers(
+                    factory, ladder.data_dir, workers=2, docker=False, schedule_interval=0.2
+                )
+            )
+            while len([m for m in ladder.store.matches() if m.status == "finished"]) < 3:
+                await trio.sleep(0.3)
+            nursery.cancel_scope.cancel()
+    workers = {
+        worker
+        for match in ladder.store.matches()
+        for _, worker, _ in ladder.store.attempts("match", match.id)
+    }
+    assert len({name.rsplit(":", 1)[1] for name in workers}) == 2  # both played
+    # Stopped: what was running went back (abandoned), nothing is left running.
+    assert not [m for m in ladder.store.matches() if m.status == "running"]
