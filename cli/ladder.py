@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import importlib
 import multiprocessing
 import os
 import signal
@@ -27,7 +26,7 @@ from typing import Any
 
 import trio
 
-from ladder import season
+from ladder import season, work
 from ladder.site.sessions import hash_password, password_problem, username_problem
 from ladder.site.uploads import DEFAULT_MAX_UPLOAD
 from ladder.store import LadderError, LadderStore
@@ -128,12 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _plug_ins(commands: Any) -> None:
     """The subcommands of the seasons (ladder.season) and the workers (ladder.work)."""
     season.add_season_command(commands)
-    # Looked up by name until ladder.work lands next to this file (LADDER.md).
-    try:
-        add_worker_command = importlib.import_module("ladder.work").add_worker_command
-    except (ModuleNotFoundError, AttributeError):
-        return
-    add_worker_command(commands)
+    work.add_worker_command(commands)
 
 
 def _database(args: argparse.Namespace) -> str:
@@ -169,6 +163,7 @@ def _init(args: argparse.Namespace) -> int:
     data: Path = args.data
     for name in DATA_DIRECTORIES:
         (data / name).mkdir(parents=True, exist_ok=True)
+    work.private_directories(data)  # uploads, logs, cards: 0700 (a bot runs as another user)
     store = _open(args)
     try:
         if args.admin:
@@ -233,12 +228,11 @@ async def _until_stopped(main: Callable[[], Awaitable[None]], *, parent: int | N
 def run_workers_process(database: str, data: str, workers: int, docker: bool, parent: int) -> None:
     """The child process of `serve`: `ladder.work.run_workers` until terminated (or until
     `serve`'s process is gone: a killed site leaves no workers behind)."""
-    run_workers = importlib.import_module("ladder.work").run_workers
     factory: Callable[[], LadderStore] = partial(LadderStore.open, database)
     trio.run(
         partial(
             _until_stopped,
-            partial(run_workers, factory, Path(data), workers=workers, docker=docker),
+            partial(work.run_workers, factory, Path(data), workers=workers, docker=docker),
             parent=parent,
         )
     )
@@ -265,6 +259,7 @@ def _serve(args: argparse.Namespace) -> int:
     data: Path = args.data
     for name in DATA_DIRECTORIES:
         (data / name).mkdir(parents=True, exist_ok=True)
+    work.private_directories(data)  # uploads, logs, cards: 0700 (a bot runs as another user)
     database = _database(args)
     LadderStore.open(database).close()  # the schema exists before the workers start
     workers = None

@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,9 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         yield url, data
     finally:
         print(out.read_text()[-6000:])  # shown when the test fails
+        children = subprocess.run(
+            ["ps", "-o", "pid=", "--ppid", str(process.pid)], capture_output=True, text=True
+        ).stdout.split()
         process.terminate()
         try:
             process.wait(20)
@@ -104,11 +108,18 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             process.kill()
             raise
     assert process.returncode == 0, out.read_text()
-    # The workers' child process ended with the site: nothing of it is left running.
-    assert (
-        "ladder-workers"
-        not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    )
+    # The workers' process (and anything else serve started) ended with it.
+    assert children, "serve started no workers' process"
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    for child in children:
+        wait_for(partial(gone, int(child)), 10, f"serve's child {child} to end")
 
 
 def api(url: str, path: str, token: str, body: Any = None, files: Any = None) -> Any:
