@@ -105,6 +105,11 @@ class Geometry:
     def bit(self, x: int, y: int) -> int:
         return 1 << (y * self.stride + x)
 
+    def __reduce__(self) -> tuple[object, tuple[int, int]]:
+        # Pickled and copied as the shared instance of its shape: move_entries is keyed by
+        # the ids of this instance's Moves, which a copy's new Moves would not have.
+        return geometry, (self.width, self.height)
+
     def contains(self, x: int, y: int) -> bool:
         return 0 <= x < self.width and 0 <= y < self.height
 

@@ -705,6 +705,11 @@ class GameState:
             self._last_move,
         )
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # The position only: not the generator's lists, nor the parent they derive from.
+        boards = (self._one, self._two, self._squid, self._ge2, self._ge3)
+        return GameState._make, (self._geo, boards, self._turn, self._first_union, self._last_move)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GameState):
             return NotImplemented

@@ -4,6 +4,9 @@ and every way to the moves (derived lists, lists from scratch, no lists) gives t
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,3 +120,16 @@ def test_a_state_keeps_no_chain_of_parents() -> None:
     assert child._source is not None and child._source[0] is parent
     child.legal_moves()
     assert child._source is None
+
+
+def test_pickled_and_copied_states_use_the_shared_tables() -> None:
+    state = GameState.initial(9)
+    child = state.apply(state.legal_moves()[0])
+    for twin in (pickle.loads(pickle.dumps(child)), copy.deepcopy(child), copy.copy(child)):
+        assert twin == child
+        assert twin._geo is child._geo
+        assert twin._source is None
+        # apply finds the twin's Moves in the shared tables by identity.
+        moves = twin.legal_moves()
+        assert moves == child.legal_moves()
+        assert [twin.apply(move) for move in moves] == [child.apply(move) for move in moves]
