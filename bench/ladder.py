@@ -1,7 +1,7 @@
 """The ladder's two figures (issue 22): ratings of 100 teams over 10,000 games recomputed in
 under a second, and W workers kept at least 90 % busy by the scheduler's pairing policy.
 
-    python -m bench.ladder [--teams 100] [--games 10000] [--workers 8] [--hours 2]
+    python -m bench.ladder [--teams 100] [--games 10000] [--workers 8] [--hours 1]
                            [--interval 5] [--mean 60] [--deaths 0.02]
 
 1. Ratings: `ladder.rating.fit` of `--games` games between `--teams` versions (simulated from
@@ -113,8 +113,9 @@ def simulate(
     mean: float,
     deaths: float,
     queued: int | None,
-) -> tuple[float, int, float]:
-    """(busy share, matches recorded, mean ms per record_match) of one simulated run."""
+) -> tuple[float, float, int, float]:
+    """(busy share, useful share, matches recorded, mean ms per record_match) of one
+    simulated run."""
     rng = random.Random(7)
     clock = Clock()
     path = directory / f"sim-{queued}.sqlite"
@@ -136,6 +137,7 @@ def simulate(
     order = 0
     idle = set(range(workers))
     busy_time = 0.0
+    useful_time = 0.0  # in matches that were recorded (not those of dying workers)
     recorded = 0
     record_seconds = 0.0
 
@@ -184,6 +186,7 @@ def simulate(
             continue
         busy_time += at - started
         if kind == "done":
+            useful_time += at - started
             began = time.perf_counter()
             store.record_match(claim, results_for(claim, rng, strength))
             record_seconds += time.perf_counter() - began
@@ -191,7 +194,9 @@ def simulate(
         # A dead worker's replacement starts at once; its match waits for the lease to end.
         claim_for(worker)
     store.close()
-    return busy_time / (workers * (end - start)), recorded, record_seconds / max(1, recorded) * 1000
+    capacity = workers * (end - start)
+    per_record = record_seconds / max(1, recorded) * 1000
+    return busy_time / capacity, useful_time / capacity, recorded, per_record
 
 
 def main() -> int:
@@ -200,7 +205,7 @@ def main() -> int:
     parser.add_argument("--teams", type=int, default=100)
     parser.add_argument("--games", type=int, default=10_000)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--hours", type=float, default=2.0, help="simulated hours")
+    parser.add_argument("--hours", type=float, default=1.0, help="simulated hours")
     parser.add_argument("--interval", type=float, default=5.0, help="scheduler step, seconds")
     parser.add_argument("--mean", type=float, default=60.0, help="mean match duration, seconds")
     parser.add_argument("--deaths", type=float, default=0.02, help="share of workers dying")
@@ -210,7 +215,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-ladder-") as folder:
         for queued, what in ((None, "policy (queue of W beside W running)"), (0, "no queue")):
             began = time.perf_counter()
-            busy, recorded, per_record = simulate(
+            busy, useful, recorded, per_record = simulate(
                 Path(folder),
                 teams=args.teams,
                 workers=args.workers,
@@ -223,7 +228,8 @@ def main() -> int:
             print(
                 f"workers, {what}: {args.workers} workers, {args.teams} teams, "
                 f"{args.hours:g} h simulated, matches {args.mean:g} s on average, scheduler "
-                f"every {args.interval:g} s, {args.deaths:.0%} dying: busy {busy:.1%}, "
+                f"every {args.interval:g} s, {args.deaths:.0%} dying: busy {busy:.1%} (in "
+                f"matches that were recorded: {useful:.1%}), "
                 f"{recorded} matches recorded, record_match {per_record:.1f} ms "
                 f"(wall {time.perf_counter() - began:.1f} s)"
             )

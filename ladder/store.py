@@ -1124,6 +1124,13 @@ class LadderStore:
             if score is not None:
                 games += 1.0
                 score_a += score
+        # One refit at a time (PostgreSQL: the row lock, held to the commit): two matches
+        # recorded at once would otherwise insert the same pair's row twice, or update the
+        # ratings' rows in different orders (a deadlock); and each refit starts from the last.
+        tx.execute(
+            "UPDATE ladder_meta SET meta_value = meta_value WHERE meta_key = ?",
+            ("schema_version",),
+        )
         low, high = sorted((version_a, version_b))
         score_low = score_a if low == version_a else games - score_a
         if games and not tx.execute(
@@ -1163,7 +1170,7 @@ class LadderStore:
         for (low, high), (games, _) in pairs.items():
             counts[low] = counts.get(low, 0) + int(games)
             counts[high] = counts.get(high, 0) + int(games)
-        for version, (value, deviation) in fitted.items():
+        for version, (value, deviation) in sorted(fitted.items()):
             if version in current:
                 tx.execute(
                     "UPDATE ratings SET rating = ?, deviation = ?, games = ?, updated = ? "

@@ -7,6 +7,7 @@ Tests taking the `store` fixture run on SQLite, and on a real PostgreSQL server 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -382,3 +383,75 @@ def test_open_creates_the_schema_once_and_keeps_the_data(tmp_path: Path) -> None
         assert again.create_team("Welse") == team + 1
     finally:
         again.close()
+
+
+def test_concurrent_workers_claim_every_match_once_and_ids_never_collide(
+    open_backend: Callable[[], Backend], clock: FakeClock
+) -> None:
+    """Four workers, each with its own connection, racing (on PostgreSQL: READ COMMITTED,
+    the compare-and-set on the attempt decides; on SQLite: one writer at a time)."""
+    setup = LadderStore(open_backend(), clock=clock)
+    versions = [v for _, v in teams_with_versions(setup, 4)]
+    va = versions[0]
+    # Many pairs: concurrent refits update many rating rows (and insert new pairs' rows).
+    pairs = [(a, b) for a in versions for b in versions if a < b]
+    created = {setup.create_match(*pairs[n % 6]) for n in range(24)}
+    claimed: list[tuple[int, int]] = []
+    teams: list[int] = []
+    lock = threading.Lock()
+
+    def work(name: str) -> None:
+        store = LadderStore(open_backend(), clock=clock)
+        try:
+            for index in range(3):
+                team = store.create_team(f"{name}-{index}")
+                with lock:
+                    teams.append(team)
+            while (claim := store.claim_match(name)) is not None:
+                status = store.record_match(claim, paired_results(claim, a_wins=1))
+                assert status is RecordStatus.RECORDED
+                with lock:
+                    claimed.append((claim.match_id, claim.attempt))
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=work, args=(f"w{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(m for m, _ in claimed) == sorted(created)
+    assert all(attempt == 1 for _, attempt in claimed)
+    assert len(set(teams)) == len(teams) == 12
+    assert sum(len(setup.rating_history(v)) for v in versions) == 48
+    assert len(setup.rating_history(va)) == 12
+    setup.close()
+
+
+def test_a_record_that_never_committed_is_played_again_once(
+    open_backend: Callable[[], Backend], clock: FakeClock
+) -> None:
+    crash = {"on": True}
+
+    def before_commit(operation: str) -> None:
+        if operation == "record" and crash["on"]:
+            raise KeyboardInterrupt  # the worker killed between the writes and the commit
+
+    store = LadderStore(open_backend(), clock=clock, before_commit=before_commit)
+    (_, va), (_, vb) = teams_with_versions(store, 2)
+    match_id = store.create_match(va, vb)
+    claim = store.claim_match("w1", lease_seconds=60)
+    assert claim is not None
+    with pytest.raises(KeyboardInterrupt):
+        store.record_match(claim, paired_results(claim, a_wins=2))
+    crash["on"] = False
+    # Nothing of the match was kept: no games, no rating, still the dead attempt's.
+    match = store.match(match_id)
+    assert match is not None and (match.status, match.results) == ("running", ())
+    assert store.ratings() == {}
+    clock.now += 61
+    again = store.claim_match("w2", lease_seconds=60)
+    assert again is not None and again.attempt == 2
+    assert store.record_match(again, paired_results(again, a_wins=0)) is RecordStatus.RECORDED
+    assert len(store.rating_history(va)) == 1
+    store.close()
