@@ -637,15 +637,7 @@ async def _play_match(
 
 
 def _with_replay(row: GameResultRow, name: str) -> GameResultRow:
-    return GameResultRow(
-        row.number,
-        row.first_version,
-        row.points_a,
-        row.points_b,
-        row.reason_a,
-        row.reason_b,
-        name,
-    )
+    return dataclasses.replace(row, replay=name)
 
 
 # ---- workers and the scheduler ---------------------------------------------------------------
