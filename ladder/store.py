@@ -374,6 +374,14 @@ class LadderStore:
                     "WHERE NOT EXISTS (SELECT 1 FROM ladder_ids WHERE id_kind = ?)",
                     (kind, kind),
                 )
+            found = tx.query(
+                "SELECT meta_value FROM ladder_meta WHERE meta_key = ?", ("schema_version",)
+            )[0][0]
+            if str(found) != str(schema.SCHEMA_VERSION):
+                raise StoreError(
+                    f"this ladder store has schema version {found}; this piranhas-ladder "
+                    f"reads version {schema.SCHEMA_VERSION}"
+                )
 
     @classmethod
     def open(cls, database: str, **kwargs: Any) -> LadderStore:
@@ -823,7 +831,8 @@ class LadderStore:
             self._end_attempt(tx, "check", version_id, attempt, "finished", now)
 
     def activate(self, team_id: int, version_id: int) -> None:
-        """Make a passed version of the team its one active version; ValueError otherwise."""
+        """Make a passed version of the team its one active version (the previous one's
+        ranked matches not yet started are cancelled); ValueError otherwise."""
         with self.backend.transaction() as tx:
             team = self._lock_team(tx, team_id)
             rows = tx.query(
@@ -837,6 +846,16 @@ class LadderStore:
                     f"version {version_id} is {rows[0][0]}: only a version that passed its "
                     "check can be activated"
                 )
+            # The ladder plays active versions: ranked matches of the one stepping down that
+            # nobody started yet are cancelled (running ones finish and count; challenges stay).
+            tx.execute(
+                "UPDATE ladder_matches SET status = 'cancelled', finished = ? "
+                "WHERE status = 'pending' AND ranked = 1 AND (version_a IN (SELECT version_id "
+                "FROM versions WHERE team_id = ? AND active = 1 AND version_id <> ?) OR "
+                "version_b IN (SELECT version_id FROM versions WHERE team_id = ? AND active = 1 "
+                "AND version_id <> ?))",
+                (self._now(), team_id, version_id, team_id, version_id),
+            )
             tx.execute("UPDATE versions SET active = 0 WHERE team_id = ?", (team_id,))
             tx.execute("UPDATE versions SET active = 1 WHERE version_id = ?", (version_id,))
 

@@ -26,7 +26,7 @@ from ladder.store import (
     StaleAttemptError,
     token_hash,
 )
-from league.backends import Backend, SQLiteBackend
+from league.backends import Backend, SQLiteBackend, StoreError
 from tests.helpers.ladder import FakeClock, active_version, paired_results, teams_with_versions
 
 SHA = hashlib.sha256(b"bot").hexdigest()
@@ -480,3 +480,32 @@ def test_recomputing_the_ratings_gives_the_running_fit(store: LadderStore) -> No
         assert again[version][0] == pytest.approx(value, abs=0.01)
         assert again[version][1] == pytest.approx(deviation, abs=0.01)
     assert store.rating_history(versions[0]) == history
+
+
+def test_a_new_active_version_takes_over_the_queue(store: LadderStore) -> None:
+    (team, va), (other, vb) = teams_with_versions(store, 2)
+    running = store.create_match(va, vb)
+    claim = store.claim_match("w")
+    assert claim is not None and claim.match_id == running
+    queued = store.create_match(vb, va)
+    challenge = store.create_challenge(other, va, 2)
+    second = active_version(store, team, "second")
+    match = store.match(queued)
+    assert match is not None and match.status == "cancelled"
+    # The running match finishes and counts; the challenge against the old version stays.
+    assert store.record_match(claim, paired_results(claim, a_wins=2)) is RecordStatus.RECORDED
+    assert [m.challenge_id for m in store.matches() if m.status == "pending"] == [challenge]
+    assert store.open_pairs() == []
+    # The new version starts from the prior (1500); the old one's win was over vb.
+    assert [s.version_id for s in store.standings()] == [second, vb]
+
+
+def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ladder.sqlite"
+    LadderStore.open(str(path)).close()
+    backend = SQLiteBackend(path)
+    with backend.transaction() as tx:
+        tx.execute("UPDATE ladder_meta SET meta_value = '99' WHERE meta_key = 'schema_version'")
+    backend.close()
+    with pytest.raises(StoreError, match="schema version 99"):
+        LadderStore.open(str(path))
