@@ -521,6 +521,7 @@ class LadderSite:
             "title": TITLE,
             "nav": nav,
             "play": False,
+            "replaysTitle": "Games of this ladder",
             "noReplays": "No ladder games yet.",
         }
         return JSONResponse(

@@ -64,8 +64,13 @@ def profile(games: Sequence[MoveTimes]) -> Profile:
     """The profile of these games' moves."""
     times = [ms for game in games for ms in game.move_ms]
     bins = [0] * len(EDGES)
+    last = len(EDGES) - 1
     for ms in times:
-        index = next((i for i in range(1, len(EDGES)) if ms < EDGES[i]), len(EDGES))
+        # A move of exactly the limit is in time (the official rule: longer than 2 s loses).
+        index = next(
+            (i for i in range(1, len(EDGES)) if ms < EDGES[i] or (i == last and ms <= EDGES[i])),
+            len(EDGES),
+        )
         bins[index - 1] += 1
 
     def figure(value: float) -> float | None:
@@ -128,7 +133,7 @@ def histogram(p: Profile, *, name: str = "") -> str:
     """The histogram of move times (bars scaled to the fullest bin) as inline SVG."""
     if p.moves == 0:
         return '<p class="empty">No timed moves yet.</p>'
-    width, height, top, bottom = 420.0, 110.0, 14.0, 22.0
+    width, height, top, bottom = 560.0, 110.0, 14.0, 22.0
     slot = width / len(p.bins)
     biggest = max(p.bins)
     parts = []
@@ -138,7 +143,7 @@ def histogram(p: Profile, *, name: str = "") -> str:
             bar = max(bar, 1.0)
         left = index * slot + 3
         colour = "#d93025" if high is None else "#f9ab00" if low >= 1000 else "#1a73e8"
-        label = f">{low / 1000:g}s" if high is None else _edge(high)
+        label = f">{low / 1000:g}s" if high is None else f"<{_edge(high)}"
         parts.append(
             f'<rect x="{left:.1f}" y="{height - bottom - bar:.1f}" width="{slot - 6:.1f}" '
             f'height="{bar:.1f}" fill="{colour}"><title>{esc(_edge(low))}–'
@@ -150,10 +155,9 @@ def histogram(p: Profile, *, name: str = "") -> str:
         )
     named = f' id="{esc(name)}"' if name else ""
     return (
-        f'<svg{named} class="graph time-histogram" viewBox="0 0 {width:.0f} {height:.0f}" '
-        f'role="img" aria-label="move times histogram" data-moves="{p.moves}">'
-        + "".join(parts)
-        + "</svg>"
+        f'<svg{named} class="time-histogram" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'width="{width:.0f}" height="{height:.0f}" role="img" '
+        f'aria-label="move times histogram" data-moves="{p.moves}">' + "".join(parts) + "</svg>"
     )
 
 

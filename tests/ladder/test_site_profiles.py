@@ -26,12 +26,12 @@ def game(*times: float) -> MoveTimes:
 
 def test_profile_figures_and_histogram_bins() -> None:
     moves = [float(ms) for ms in range(1, 101)]  # 1 … 100 ms
-    p = profile([game(*moves[:50]), game(*moves[50:], 1600.0, 2500.0)])
-    assert (p.games, p.moves) == (2, 102)
-    # Nearest-rank percentiles (runner.timing's): the 51st, 92nd, 101st of 102 moves.
-    assert (p.median, p.p90, p.p99, p.max) == (51.0, 92.0, 1600.0, 2500.0)
-    assert (p.near, p.over) == (2, 1)  # over 75 % of 2 s; over 2 s
-    assert sum(p.bins) == 102 and p.bins[0] == 9 and p.bins[-1] == 1
+    p = profile([game(*moves[:50]), game(*moves[50:], 1600.0, 2000.0, 2500.0)])
+    assert (p.games, p.moves) == (2, 103)
+    # Nearest-rank percentiles (runner.timing's): the 52nd, 93rd, 102nd of 103 moves.
+    assert (p.median, p.p90, p.p99, p.max) == (52.0, 93.0, 2000.0, 2500.0)
+    assert (p.near, p.over) == (3, 1)  # over 75 % of 2 s; over 2 s (2 s itself is in time)
+    assert sum(p.bins) == 103 and p.bins[0] == 9 and p.bins[-2:] == (2, 1)
     histogram = p.to_json()["histogram"]
     assert histogram[-1] == {"from_ms": SOFT_LIMIT_MS, "to_ms": None, "moves": 1}
     empty = profile([])

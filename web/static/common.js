@@ -67,8 +67,9 @@ const Web = {
   },
   // A site that reuses a page of the viewer (the ladder's replay page) hands it a context in
   // its /api/config: its own title and navigation in the header, features it does not have
-  // hidden (elements marked data-feature="play" when `play` is false), its words for an
-  // empty replay listing. Without a context the page is the viewer's as it is.
+  // hidden (elements marked data-feature="play" when `play` is false), its words for the
+  // replay listing (`replaysTitle`, `noReplays`). Without a context the page is the viewer's
+  // as it is.
   applyContext(context) {
     const header = document.querySelector("header");
     if (context.title && header) {
@@ -86,6 +87,8 @@ const Web = {
     }
     const empty = document.getElementById("no-replays");
     if (empty && context.noReplays) empty.textContent = context.noReplays;
+    const listing = document.getElementById("replays-title");
+    if (listing && context.replaysTitle) listing.textContent = context.replaysTitle;
   },
   markNav(name) {
     const link = document.querySelector('header nav a[data-nav="' + name + '"]');
