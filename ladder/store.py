@@ -1047,6 +1047,26 @@ class LadderStore:
                 self._end_attempt(tx, "match", claim.match_id, claim.attempt, "abandoned", now)
         return changed == 1
 
+    def give_up_match(self, claim: MatchClaim, reason: str) -> bool:
+        """End the claimed match without games (status `cancelled`, no ratings; an audit row
+        says why): for a match that cannot be played for no bot's fault, again and again (the
+        workers give up after a few attempts rather than claim it forever). Fenced like
+        `abandon_match`: False when the attempt is no longer the running one."""
+        reason = _clean(reason, MAX_REASON, "a reason")
+        now = self._now()
+        with self.backend.transaction() as tx:
+            changed = tx.execute(
+                "UPDATE ladder_matches SET status = 'cancelled', finished = ?, lease_until = NULL "
+                "WHERE match_id = ? AND attempt = ? AND status = 'running'",
+                (now, claim.match_id, claim.attempt),
+            )
+            if changed:
+                self._end_attempt(tx, "match", claim.match_id, claim.attempt, "abandoned", now)
+                self._write_audit(
+                    tx, now, "worker", "match given up", f"match {claim.match_id}: {reason}"
+                )
+        return changed == 1
+
     @staticmethod
     def _check_results(claim: MatchClaim, results: Sequence[GameResultRow]) -> None:
         numbers = sorted(row.number for row in results)

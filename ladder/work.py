@@ -68,6 +68,7 @@ from server.recorder import FinishedGame
 
 __all__ = [
     "CHECK_GAMES",
+    "MAX_MATCH_ATTEMPTS",
     "LadderDb",
     "MatchReport",
     "ServerFailure",
@@ -99,6 +100,7 @@ NO_DOCKER_NOTE = (
     "in check's jail, not in the contest's container"
 )
 SERVER_LOGS = "server"  # DIR/logs/server/: the game server's own logs, not a team's
+MAX_MATCH_ATTEMPTS = 3  # a match unplayable for no bot's fault this often is given up
 
 
 def upload_path(data_dir: Path, team_id: int, version_id: int) -> Path:
@@ -670,7 +672,18 @@ async def work_once(
         return None
     try:
         await _play_match(db, claim, settings, server)
-    except (ServerFailure, StaleAttemptError) as error:
+    except StaleAttemptError as error:
+        log.warning("match taken over", match=claim.match_id, error=str(error))
+        await db.call(db.store.abandon_match, claim)
+        return f"match {claim.match_id} given back"
+    except ServerFailure as error:
+        attempts = await db.call(db.store.attempts, "match", claim.match_id)
+        if len(attempts) >= MAX_MATCH_ATTEMPTS:
+            # Unplayable for no bot's fault every time (an upload's file gone, an image that
+            # does not build): claimed forever it would stall the ladder's oldest-first queue.
+            await db.call(db.store.give_up_match, claim, str(error))
+            log.error("match given up", match=claim.match_id, error=str(error))
+            return f"match {claim.match_id} given up"
         log.warning("match given back", match=claim.match_id, error=str(error))
         await db.call(db.store.abandon_match, claim)
         return f"match {claim.match_id} given back"
