@@ -116,6 +116,15 @@ async def test_a_match_is_played_with_sides_swapped_and_recorded_once(ladder: La
         assert row.replay == replay_path(ladder.data_dir, match_id, row.number).name
         replay = gzip.decompress(replay_path(ladder.data_dir, match_id, row.number).read_bytes())
         assert b'class="result"' in replay
+        # The server's move times of each side (the team page's profile): the first mover
+        # made as many moves as the other or one more.
+        first, second = (
+            (row.move_ms_a, row.move_ms_b)
+            if row.first_version == a
+            else (row.move_ms_b, row.move_ms_a)
+        )
+        assert second and len(first) - len(second) in (0, 1), row
+    assert [t.number for t in ladder.store.move_times(a)] == [2, 1]
     for version in (a, b):
         team = ladder.store.version(version)
         assert team is not None
