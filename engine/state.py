@@ -605,19 +605,16 @@ class GameState:
             _, line_column, line_diagonal, line_row, line_anti,
             up, up_right, right, down_right, down, down_left, left, up_left, _moves,
         ) in self._twos if self._turn & 1 else self._ones:  # fmt: skip
-            along_column = counts[line_column]
-            along_diagonal = counts[line_diagonal]
-            along_row = counts[line_row]
-            along_anti = counts[line_anti]
+            # Counts read where used: the first direction is usually legal already.
             if not (
-                probe & up[along_column]
-                and probe & up_right[along_diagonal]
-                and probe & right[along_row]
-                and probe & down_right[along_anti]
-                and probe & down[along_column]
-                and probe & down_left[along_diagonal]
-                and probe & left[along_row]
-                and probe & up_left[along_anti]
+                probe & up[counts[line_column]]
+                and probe & up_right[counts[line_diagonal]]
+                and probe & right[counts[line_row]]
+                and probe & down_right[counts[line_anti]]
+                and probe & down[counts[line_column]]
+                and probe & down_left[counts[line_diagonal]]
+                and probe & left[counts[line_row]]
+                and probe & up_left[counts[line_anti]]
             ):
                 return True
         return False
