@@ -5,8 +5,9 @@ under a second, and W workers kept at least 90 % busy by the scheduler's pairing
                            [--interval 5] [--mean 60] [--deaths 0.02]
 
 1. Ratings: `ladder.rating.fit` of `--games` games between `--teams` versions (simulated from
-   known strengths), cold (no earlier ratings; best of 5), and the store's refit inside
-   `record_match` (warm-started; one SQLite transaction with the games and the history rows).
+   known strengths), cold (no earlier ratings; best of 5); the store's `recompute_ratings()`
+   over as many stored games (read them, fit from scratch, write the ratings); and the refit
+   inside `record_match` (warm-started; one SQLite transaction with the games and history).
 2. Workers: a discrete-event simulation on the real store (SQLite, a simulated clock) with the
    real scheduler step (`ladder.pairing.top_up`, every `--interval` simulated seconds) and W
    workers that claim a match, play it for a simulated duration (lognormal, mean `--mean` s,
@@ -78,6 +79,50 @@ def bench_fit(teams: int, games: int) -> None:
         f"(best of 5; worst {max(times) * 1000:.0f} ms); mean |error| "
         f"{statistics.fmean(errors):.1f} Elo, mean deviation {statistics.fmean(deviations):.1f}"
     )
+
+
+def bench_recompute(directory: Path, teams: int, games: int) -> None:
+    """`LadderStore.recompute_ratings` on a store holding `games` ranked games (matches of 2
+    games, written straight into the tables: recording them one by one would take minutes)."""
+    rng = random.Random(2)
+    true, results = simulated_games(teams, games, rng)
+    store = LadderStore.open(str(directory / "recompute.sqlite"), clock=Clock())
+    try:
+        versions = {}
+        for number in true:
+            team = store.create_team(f"Team {number}")
+            versions[number] = store.add_version(team, size=1, sha256="0" * 64, label="x")
+        points = {1.0: (2, 0), 0.5: (1, 1), 0.0: (0, 2)}
+        with store.backend.transaction() as tx:
+            for index in range(0, len(results) - 1, 2):
+                (a, b, first), (_, _, second) = results[index], results[index + 1]
+                match_id = index // 2 + 1
+                tx.execute(
+                    "INSERT INTO ladder_matches (match_id, version_a, version_b, ranked, "
+                    "challenge_id, games, board_seed, status, attempt, lease_until, "
+                    "finished_attempt, created, finished) "
+                    "VALUES (?, ?, ?, 1, NULL, 2, 0, 'finished', 1, NULL, 1, 0, 0)",
+                    (match_id, versions[a], versions[b]),
+                )
+                for number, score in ((1, first), (2, second)):
+                    tx.execute(
+                        "INSERT INTO ladder_games (match_id, game_number, first_version, "
+                        "points_a, points_b, reason_a, reason_b, replay) "
+                        "VALUES (?, ?, ?, ?, ?, '', '', NULL)",
+                        (match_id, number, versions[a], *points[score]),
+                    )
+        times = []
+        for _ in range(3):
+            began = time.perf_counter()
+            rated = store.recompute_ratings()
+            times.append(time.perf_counter() - began)
+        print(
+            f"ratings: recompute_ratings() of {rated} versions from {games} stored games "
+            f"(SQLite: read, fit from scratch, write): {min(times) * 1000:.0f} ms (best of 3; "
+            f"worst {max(times) * 1000:.0f} ms)"
+        )
+    finally:
+        store.close()
 
 
 def results_for(
@@ -213,6 +258,7 @@ def main() -> int:
     print(f"load average before: {load()}  ({os.cpu_count()} CPUs)")
     bench_fit(args.teams, args.games)
     with tempfile.TemporaryDirectory(prefix="bench-ladder-") as folder:
+        bench_recompute(Path(folder), args.teams, args.games)
         for queued, what in ((None, "policy (queue of W beside W running)"), (0, "no queue")):
             began = time.perf_counter()
             busy, useful, recorded, per_record = simulate(

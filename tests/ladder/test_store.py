@@ -26,7 +26,7 @@ from ladder.store import (
     StaleAttemptError,
     token_hash,
 )
-from league.backends import Backend, SQLiteBackend
+from league.backends import Backend, SQLiteBackend, StoreError
 from tests.helpers.ladder import FakeClock, active_version, paired_results, teams_with_versions
 
 SHA = hashlib.sha256(b"bot").hexdigest()
@@ -145,11 +145,13 @@ def test_results_that_do_not_fit_the_match_are_refused(store: LadderStore) -> No
     good = paired_results(claim, a_wins=1)
     with pytest.raises(ValueError, match=r"games 1\.\.2"):
         store.record_match(claim, good[:1])
-    bad_points = [good[0], GameResultRow(2, va, 3, 0, "", "")]
+    bad_points = [good[0], GameResultRow(2, vb, 3, 0, "", "")]
     with pytest.raises(ValueError, match="Siegpunkte"):
         store.record_match(claim, bad_points)
     with pytest.raises(ValueError, match="first_version"):
         store.record_match(claim, [good[0], GameResultRow(2, 999, 2, 0, "", "")])
+    with pytest.raises(ValueError, match="sides swap"):
+        store.record_match(claim, [good[0], GameResultRow(2, va, 2, 0, "", "")])
     assert store.record_match(claim, good) is RecordStatus.RECORDED
 
 
@@ -455,3 +457,55 @@ def test_a_record_that_never_committed_is_played_again_once(
     assert store.record_match(again, paired_results(again, a_wins=0)) is RecordStatus.RECORDED
     assert len(store.rating_history(va)) == 1
     store.close()
+
+
+def test_recomputing_the_ratings_gives_the_running_fit(store: LadderStore) -> None:
+    versions = [v for _, v in teams_with_versions(store, 4)]
+    for n, (a, b) in enumerate([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (1, 3)] * 2):
+        store.create_match(versions[a], versions[b])
+        claim = store.claim_match("w")
+        assert claim is not None
+        store.record_match(claim, paired_results(claim, a_wins=n % 3))
+    store.create_match(versions[0], versions[1], ranked=False)  # unranked: not counted
+    claim = store.claim_match("w")
+    assert claim is not None
+    store.record_match(claim, paired_results(claim, a_wins=2))
+    running = store.ratings()
+    history = store.rating_history(versions[0])
+    with store.backend.transaction() as tx:
+        tx.execute("UPDATE rating_pairs SET games = games + 50")  # running totals gone wrong
+    assert store.recompute_ratings() == 4
+    again = store.ratings()
+    for version, (value, deviation) in running.items():
+        assert again[version][0] == pytest.approx(value, abs=0.01)
+        assert again[version][1] == pytest.approx(deviation, abs=0.01)
+    assert store.rating_history(versions[0]) == history
+
+
+def test_a_new_active_version_takes_over_the_queue(store: LadderStore) -> None:
+    (team, va), (other, vb) = teams_with_versions(store, 2)
+    running = store.create_match(va, vb)
+    claim = store.claim_match("w")
+    assert claim is not None and claim.match_id == running
+    queued = store.create_match(vb, va)
+    challenge = store.create_challenge(other, va, 2)
+    second = active_version(store, team, "second")
+    match = store.match(queued)
+    assert match is not None and match.status == "cancelled"
+    # The running match finishes and counts; the challenge against the old version stays.
+    assert store.record_match(claim, paired_results(claim, a_wins=2)) is RecordStatus.RECORDED
+    assert [m.challenge_id for m in store.matches() if m.status == "pending"] == [challenge]
+    assert store.open_pairs() == []
+    # The new version starts from the prior (1500); the old one's win was over vb.
+    assert [s.version_id for s in store.standings()] == [second, vb]
+
+
+def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ladder.sqlite"
+    LadderStore.open(str(path)).close()
+    backend = SQLiteBackend(path)
+    with backend.transaction() as tx:
+        tx.execute("UPDATE ladder_meta SET meta_value = '99' WHERE meta_key = 'schema_version'")
+    backend.close()
+    with pytest.raises(StoreError, match="schema version 99"):
+        LadderStore.open(str(path))
