@@ -154,14 +154,18 @@ class GameState:
         stride = geo.stride
         one = two = squid = ge2 = ge3 = 0
         # Every observer decodes every memento through here (the runner, the league, the
-        # clients): one dict look-up per field, no enum properties (≈ 4× faster).
-        codes = _FIELD_CODES
+        # clients): one look-up of the field's name per field that is not empty, no enum
+        # properties and no enum hash (both run Python code; ≈ 5× faster).
+        codes, empty = _FIELD_CODES, FieldState.EMPTY
         for y, row in enumerate(rows):
             base = y * stride
             for x, cell in enumerate(row):
-                code = codes.get(cell)
+                if cell is empty:
+                    continue
+                name = cell._name_ if isinstance(cell, FieldState) else cell
+                code = codes.get(name)
                 if code is None:
-                    code = codes[_parse_field(cell)]  # type: ignore[arg-type]
+                    raise ValueError(f"unknown field {name!r}")
                 if code:
                     bit = 1 << (base + x)
                     if code & _ONE_BIT:
@@ -641,7 +645,7 @@ def _field_code(field: FieldState) -> int:
     return code | (_GE2_BIT if field.size >= 2 else 0) | (_GE3_BIT if field.size == 3 else 0)
 
 
-_FIELD_CODES: dict[object, int] = {field: _field_code(field) for field in FieldState}
+_FIELD_CODES: dict[str, int] = {field.name: _field_code(field) for field in FieldState}
 
 
 def _parse_field(name: str) -> FieldState:

@@ -59,8 +59,9 @@ const Web = {
   // JSON) against `bot` (a built-in bot or one the operator configured), the person playing
   // the side to move; the play page takes it over.
   async playFrom(state, bot) {
+    const last = state.lastMove ? { x: state.lastMove.x, y: state.lastMove.y, dir: state.lastMove.dir } : null;
     const started = await Web.post("/api/play/from", { board: state.board, turn: state.turn,
-      firstUnion: state.firstUnion ?? null, team: state.current, bot });
+      firstUnion: state.firstUnion ?? null, lastMove: last, team: state.current, bot });
     location.href = "/play#game=" + encodeURIComponent(started.token);
   },
   markNav(name) {
