@@ -98,6 +98,8 @@ class Geometry:
     line_count: int
     entries: list[FishEntry | None]
     neighbours: list[int]
+    # below[bit] = the mask of all bits below it (a fish's place among its team's, row-major).
+    below: list[int]
     # id(move) → its MoveEntry, for the Moves in `moves` (they live as long as the geometry,
     # so their ids are never reused by another object).
     move_entries: dict[int, MoveEntry]
@@ -208,6 +210,7 @@ def geometry(width: int, height: int) -> Geometry:
         line_count=line_count,
         entries=entries,
         neighbours=neighbours,
+        below=[(1 << index) - 1 for index in range(height * stride)],
         move_entries=move_entries,
     )
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import random
-from bisect import insort
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
@@ -485,25 +484,30 @@ class GameState:
         parent, entry, target_entry, captured = source
         self._source = None
         ones, twos = parent._ones, parent._twos
-        movers = (twos if parent._turn & 1 else ones).copy()
-        movers.remove(entry)
-        insort(movers, target_entry)
+        # A fish's place in its list is the number of its team's fish below it (row-major):
+        # no comparisons of entries.
+        below = self._geo.below
+        start_index, target_index = entry[0], target_entry[0]
+        if parent._turn & 1:
+            twos = twos.copy()
+            del twos[(parent._two & below[start_index]).bit_count()]
+            twos.insert((self._two & below[target_index]).bit_count(), target_entry)
+            if captured:
+                ones = ones.copy()
+                del ones[(parent._one & below[target_index]).bit_count()]
+        else:
+            ones = ones.copy()
+            del ones[(parent._one & below[start_index]).bit_count()]
+            ones.insert((self._one & below[target_index]).bit_count(), target_entry)
+            if captured:
+                twos = twos.copy()
+                del twos[(parent._two & below[target_index]).bit_count()]
         counts = parent._counts.copy()  # type: ignore[union-attr]
         _, a, b, c, d = entry[:5]
         counts[a] -= 1
         counts[b] -= 1
         counts[c] -= 1
         counts[d] -= 1
-        if parent._turn & 1:
-            twos = movers
-            if captured:
-                ones = ones.copy()
-                ones.remove(target_entry)
-        else:
-            ones = movers
-            if captured:
-                twos = twos.copy()
-                twos.remove(target_entry)
         if not captured:
             _, a, b, c, d = target_entry[:5]
             counts[a] += 1
@@ -601,19 +605,16 @@ class GameState:
             _, line_column, line_diagonal, line_row, line_anti,
             up, up_right, right, down_right, down, down_left, left, up_left, _moves,
         ) in self._twos if self._turn & 1 else self._ones:  # fmt: skip
-            along_column = counts[line_column]
-            along_diagonal = counts[line_diagonal]
-            along_row = counts[line_row]
-            along_anti = counts[line_anti]
+            # Counts read where used: the first direction is usually legal already.
             if not (
-                probe & up[along_column]
-                and probe & up_right[along_diagonal]
-                and probe & right[along_row]
-                and probe & down_right[along_anti]
-                and probe & down[along_column]
-                and probe & down_left[along_diagonal]
-                and probe & left[along_row]
-                and probe & up_left[along_anti]
+                probe & up[counts[line_column]]
+                and probe & up_right[counts[line_diagonal]]
+                and probe & right[counts[line_row]]
+                and probe & down_right[counts[line_anti]]
+                and probe & down[counts[line_column]]
+                and probe & down_left[counts[line_diagonal]]
+                and probe & left[counts[line_row]]
+                and probe & up_left[counts[line_anti]]
             ):
                 return True
         return False
