@@ -276,17 +276,19 @@ def _position(bot: SearchBot, state: GameState, played: Move | None, *, fresh: b
     return first.with_only_move(only), threshold
 
 
-def _run(task: _Task) -> list[_Result]:
+def _chain(task: _Task) -> Iterator[_Result]:
     """A chain of positions in order, one bot: each search starts from the table the
     previous one left (what the position before already proved is not searched again)."""
     rows, turn, first_union, played, nodes, depth = task
     state = GameState.from_rows(rows, turn=turn, first_union=first_union)
     bot = SearchBot(0, max_nodes=nodes, max_depth=depth)
-    results = []
     for index, move in enumerate(played):
-        results.append(_position(bot, state, move, fresh=index == 0))
+        yield _position(bot, state, move, fresh=index == 0)
         state = state.apply(move)
-    return results
+
+
+def _run(task: _Task) -> list[_Result]:
+    return list(_chain(task))
 
 
 class Analyser:
@@ -312,10 +314,11 @@ class Analyser:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
 
-    def _map(self, tasks: list[_Task]) -> Iterator[list[_Result]]:
+    def _map(self, tasks: list[_Task]) -> Iterator[_Result]:
         if self._pool is None:
-            return map(_run, tasks)
-        return self._pool.map(_run, tasks)
+            # In this process: one position at a time, so progress comes per position.
+            return (result for task in tasks for result in _chain(task))
+        return (result for chain in self._pool.map(_run, tasks) for result in chain)
 
     def analyse(
         self, game: Game, progress: Callable[[int, int], None] | None = None
@@ -327,11 +330,10 @@ class Analyser:
             _task(states[run[0]], game.moves[run[0] : run[-1] + 1], self.settings) for run in runs
         ]
         results: list[RootAnalysis] = []
-        for chain in self._map(tasks):
-            for result in chain:
-                results.append(result[0])
-                if progress is not None:
-                    progress(len(results), len(game.moves))
+        for result in self._map(tasks):
+            results.append(result[0])
+            if progress is not None:
+                progress(len(results), len(game.moves))
         return summarise(game, self.settings, states, results)
 
     def analyse_all(
