@@ -13,8 +13,9 @@ gets a finite rating and a large deviation; the prior's pull vanishes as real ga
 The fit is the maximum of the posterior, found by Newman's iteration for Bradley–Terry (M. E. J.
 Newman, "Efficient computation of rankings from pairwise comparisons", JMLR 24, 2023: an order
 of magnitude fewer sweeps than Zermelo's/Hunter's MM), updating one version at a time with the
-others' newest values; warm-started from the previous ratings when a match is added, so the
-store's refit after a match takes a few sweeps.
+others' newest values, each sweep followed by the exact common shift of every connected group
+(`_recentre`: the one direction the sweeps find slowly); warm-started from the previous
+ratings when a match is added, so the store's refit after a match takes a sweep or two.
 
 The deviation is 1/√(Fisher information) of a version's log-strength with the others held at
 their fit (the diagonal of the information matrix; it ignores that opponents' ratings are
@@ -75,6 +76,51 @@ def aggregate(results: Iterable[tuple[int, int, float]]) -> dict[tuple[int, int]
     return pairs
 
 
+def _components(count: int, opponents: list[list[tuple[int, float, float]]]) -> list[list[int]]:
+    """The versions (by slot) in groups that are connected by games."""
+    seen = [False] * count
+    groups = []
+    for first in range(count):
+        if seen[first]:
+            continue
+        seen[first] = True
+        group, todo = [], [first]
+        while todo:
+            i = todo.pop()
+            group.append(i)
+            for j, _, _ in opponents[i]:
+                if not seen[j]:
+                    seen[j] = True
+                    todo.append(j)
+        groups.append(group)
+    return groups
+
+
+def _recentre(strength: list[float], members: list[int]) -> float:
+    """Move a connected group's log-strengths by the common shift that maximises the posterior;
+    the shift's size. The games' likelihood is the same for any common shift (only ratios
+    count), so only the prior decides it: a direction in which the sweeps alone crawl (the
+    prior is weak) solved at once by Newton's method in one variable."""
+    shift = 0.0
+    for _ in range(20):
+        slope = 0.0
+        curvature = 0.0
+        factor = math.exp(shift)
+        for i in members:
+            moved = strength[i] * factor
+            p = moved / (moved + 1.0)
+            slope += 0.5 - p
+            curvature += p * (1.0 - p)
+        step = slope / curvature
+        shift += step
+        if abs(step) < TOLERANCE / 10:
+            break
+    factor = math.exp(shift)
+    for i in members:
+        strength[i] *= factor
+    return abs(shift)
+
+
 def prior_deviation() -> float:
     """The deviation of a version without games (the prior's alone), on the Elo scale."""
     return _ELO_PER_NAT / math.sqrt(PRIOR_GAMES / 4.0)
@@ -112,6 +158,7 @@ def fit_pairs(
         for version, slot in index.items():
             if version in start:
                 strength[slot] = 10.0 ** ((start[version] - BASE) / SCALE)
+    components = _components(count, opponents)
     half_prior = PRIOR_GAMES / 2.0
     for _ in range(MAX_SWEEPS):
         largest = 0.0
@@ -131,6 +178,8 @@ def fit_pairs(
             change = abs(math.log(new / own))
             largest = max(largest, change)
             strength[i] = new
+        for members in components:
+            largest = max(largest, _recentre(strength, members))
         if largest < TOLERANCE:
             break
     fitted: dict[int, tuple[float, float]] = {}

@@ -318,8 +318,13 @@ class ClientDecoder:
 
     def _prepare(self, element: Element, packet: str) -> ClientPacket:
         slots: list[SlotDescriptor] = []
+        state: GameState | None = None
         for child in _children(element):
-            if child.tag != "slot":
+            if child.tag == "state" and state is None:
+                # Our extension (Prepare): the start position, after the slots.
+                state = decode_state(child, packet, self._reader)
+                continue
+            if child.tag != "slot" or state is not None:
                 raise _fail(packet, f"unexpected element <{child.tag}> in <prepare>")
             _no_children(child, packet)
             slots.append(
@@ -334,6 +339,7 @@ class ClientDecoder:
             pause=java_bool(self._attr(element, "pause", packet)),
             slots=tuple(slots),
             seed=_seed(self._attr(element, "seed", packet), packet),
+            state=state,
         )
 
     def _observe(self, element: Element, packet: str) -> ClientPacket:
@@ -403,6 +409,48 @@ def _team(text: str | None, where: str) -> Team:
         return Team[text or ""]
     except KeyError:
         raise _fail(where, f"unknown team {text!r}") from None
+
+
+def decode_state(state: Element, packet: str, reader: _Reader) -> GameState:
+    """A `<state class="state">` (a memento's, or a `<prepare>`'s start position)."""
+    import engine
+
+    turn_text = reader.required_attr(state, "turn", packet)
+    turn = java_int(turn_text, f"{packet}: turn")
+    union_text = reader.attr(state, "firstUnion", packet)
+    first_union = _team(union_text, packet) if union_text is not None else None
+    last_move: Move | None = None
+    rows: list[list[FieldState]] | None = None
+    for child in _children(state):
+        if child.tag == "lastMove" and last_move is None:
+            last_move = decode_move(child, packet, reader)
+        elif child.tag == "board" and rows is None:
+            rows = _board(child, packet)
+        else:
+            raise _fail(packet, f"unexpected element <{child.tag}> in <state>")
+    if rows is None:
+        raise _fail(packet, "<state> lacks <board>")
+    try:
+        return engine.GameState.from_rows(rows, turn, first_union, last_move)
+    except ValueError as error:  # a ragged board, a negative turn
+        raise _fail(packet, str(error)) from None
+
+
+def _board(board: Element, packet: str) -> list[list[FieldState]]:
+    rows: list[list[FieldState]] = []
+    for row in _children(board):
+        if row.tag != "row":
+            raise _fail(packet, f"unexpected element <{row.tag}> in <board>")
+        cells: list[FieldState] = []
+        for cell in _children(row):
+            if cell.tag != "field":
+                raise _fail(packet, f"unexpected element <{cell.tag}> in <row>")
+            try:
+                cells.append(FieldState[cell.text or ""])
+            except KeyError:
+                raise _fail(packet, f"unknown field {cell.text!r}") from None
+        rows.append(cells)
+    return rows
 
 
 class ServerDecoder:
@@ -488,41 +536,7 @@ class ServerDecoder:
         raise _fail(packet, f"unknown data class {data_class!r}")
 
     def decode_state(self, state: Element, packet: str) -> GameState:
-        import engine
-
-        reader = self._reader
-        turn_text = reader.required_attr(state, "turn", packet)
-        turn = java_int(turn_text, f"{packet}: turn")
-        union_text = reader.attr(state, "firstUnion", packet)
-        first_union = _team(union_text, packet) if union_text is not None else None
-        last_move: Move | None = None
-        rows: list[list[FieldState]] | None = None
-        for child in _children(state):
-            if child.tag == "lastMove" and last_move is None:
-                last_move = decode_move(child, packet, reader)
-            elif child.tag == "board" and rows is None:
-                rows = self._board(child, packet)
-            else:
-                raise _fail(packet, f"unexpected element <{child.tag}> in <state>")
-        if rows is None:
-            raise _fail(packet, "<state> lacks <board>")
-        return engine.GameState.from_rows(rows, turn, first_union, last_move)
-
-    def _board(self, board: Element, packet: str) -> list[list[FieldState]]:
-        rows: list[list[FieldState]] = []
-        for row in _children(board):
-            if row.tag != "row":
-                raise _fail(packet, f"unexpected element <{row.tag}> in <board>")
-            cells: list[FieldState] = []
-            for cell in _children(row):
-                if cell.tag != "field":
-                    raise _fail(packet, f"unexpected element <{cell.tag}> in <row>")
-                try:
-                    cells.append(FieldState[cell.text or ""])
-                except KeyError:
-                    raise _fail(packet, f"unknown field {cell.text!r}") from None
-            rows.append(cells)
-        return rows
+        return decode_state(state, packet, self._reader)
 
     def decode_result(self, data: Element, packet: str) -> GameResult:
         import engine

@@ -8,10 +8,13 @@ errorpacket) and the Kotlin `toString()` the official server prints in error mes
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeAlias
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 from engine.types import Move
 from protocol._xml import Attrs, Node, render
+
+if TYPE_CHECKING:
+    from engine import GameState
 
 # The one game this server plays: the `gameType` of `<join>`/`<prepare>` and the plugin id
 # in replay file names.
@@ -41,6 +44,21 @@ def move_children(move: Move) -> tuple[Node, ...]:
         ("from", (("x", str(move.x)), ("y", str(move.y))), None),
         ("direction", (), move.direction.name),
     )
+
+
+def state_node(state: GameState) -> Node:
+    """A state as a memento carries it (`<state class="state" …>`, protocol.messages renders
+    the same by string building): the start position of a `<prepare>`."""
+    attrs: Attrs = (("class", "state"), ("startTeam", "ONE"), ("turn", str(state.turn)))
+    if state.first_union is not None:
+        attrs += (("firstUnion", state.first_union.name),)
+    children: tuple[Node, ...] = ()
+    if state.last_move is not None:
+        children += (("lastMove", (), move_children(state.last_move)),)
+    rows = tuple(
+        ("row", (), tuple(("field", (), cell.name) for cell in row)) for row in state.rows()
+    )
+    return ("state", attrs, (*children, ("board", (), rows)))
 
 
 class _Event:
@@ -135,14 +153,16 @@ class SlotDescriptor:
 
 @dataclass(frozen=True, slots=True)
 class Prepare(_Event):
-    """`<prepare gameType pause [seed]>` with its `<slot>`s. `seed` is this server's
-    extension (docs/protocol.md §2): the room starts on `GameState.initial(seed)`. Official
-    clients never send it; the official server ignores it (XStream skips unknown attributes)."""
+    """`<prepare gameType pause [seed]>` with its `<slot>`s [and a `<state>`]. `seed` and
+    `state` are this server's extensions (docs/server.md): the room starts on
+    `GameState.initial(seed)`, or on `state` (a memento's `<state>` after the slots: "play from
+    here"). Official clients never send them; they are never written unless set."""
 
     game_type: str | None = None
     pause: bool = False
     slots: tuple[SlotDescriptor, ...] = ()
     seed: int | None = None
+    state: GameState | None = None
     alias: ClassVar[str] = "prepare"
 
     def node(self) -> Node:
@@ -151,8 +171,10 @@ class Prepare(_Event):
             ("pause", kotlin_bool(self.pause)),
             ("seed", None if self.seed is None else str(self.seed)),
         )
-        children = tuple(slot.node() for slot in self.slots) if self.slots else None
-        return ("prepare", attrs, children)
+        nodes = tuple(slot.node() for slot in self.slots)
+        if self.state is not None:
+            nodes += (state_node(self.state),)
+        return ("prepare", attrs, nodes or None)
 
     def java_repr(self) -> str:
         # Kotlin prints array properties of data classes with Arrays.toString. An official

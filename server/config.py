@@ -81,6 +81,11 @@ class Settings:
     web_max_connections: int = 1000
     web_max_connections_per_address: int = 64
     web_trusted_proxies: tuple[str, ...] = ()
+    # "Play from here" (web/playfrom.py): the bot commands it may start (name, command line)
+    # besides the built-in bots, and how many such games (bot processes) may run at once.
+    web_play_bots: tuple[tuple[str, str], ...] = ()
+    web_play_max_games: int = 4
+    web_play_max_games_per_address: int = 1
     # A league the viewer shows (/league): its league file and store (None = the file's
     # `database`). Only read by web/, which opens the store read-only.
     web_league: Path | None = None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from engine import GameState, Team
+from engine import BOARD_SIZE, ROUND_LIMIT, GameState, Team
 from protocol.events import (
     GAME_TYPE,
     Authenticate,
@@ -558,8 +558,10 @@ class Lobby:
                 f"got {len(packet.slots)}"
             )
         self._refuse_when_shutting_down()
-        state = GameState.initial(packet.seed)  # seed: our extension (protocol §2)
+        state = start_position(packet)
         room = self._create_room(prepared=True, paused=packet.pause, state=state)
+        if packet.state is not None:
+            log.info("room starts from a given position", room=room.id, turn=state.turn)
         for team, descriptor in zip((Team.ONE, Team.TWO), packet.slots, strict=False):
             slot = Slot(team, descriptor.display_name, descriptor.can_timeout, descriptor.reserved)
             room.slots.append(slot)
@@ -582,6 +584,27 @@ class Lobby:
             room.observers[peer] = None
             member.observing.append(room)
         peer.send(Observed(room.id))
+
+
+def start_position(packet: Prepare) -> GameState:
+    """The start of a prepared room: `GameState.initial(seed)`, or the `<state>` the admin
+    sent (our extensions, docs/server.md; "play from here"). A position no game can be
+    played from is refused with a reason: the room is not created."""
+    state = packet.state
+    if state is None:
+        return GameState.initial(packet.seed)
+    problem = None
+    if packet.seed is not None:
+        problem = "give a seed or a start state, not both"
+    elif state.width != BOARD_SIZE or state.height != BOARD_SIZE:
+        problem = f"the board must be {BOARD_SIZE}×{BOARD_SIZE}, got {state.width}×{state.height}"
+    elif state.turn // 2 >= ROUND_LIMIT:
+        problem = f"turn {state.turn} is past the last turn ({2 * ROUND_LIMIT - 1})"
+    elif state.is_over:
+        problem = f"the game is already over in this position (turn {state.turn})"
+    if problem is not None:
+        raise ClientError(f"{errors.ROOM_EXCEPTION}: Invalid start state: {problem}")
+    return state
 
 
 def _address_of(peer: Peer) -> str:

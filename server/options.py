@@ -17,6 +17,7 @@ from server.values import (
     parse_host,
     parse_non_negative_int,
     parse_path,
+    parse_play_bots,
     parse_port,
     parse_positive_seconds,
     parse_seconds,
@@ -323,6 +324,32 @@ OPTIONS = (
         parse_addresses,
         "reverse proxies (comma-separated addresses) whose X-Forwarded-For/-Proto are believed",
         "ADDR,...",
+    ),
+    Option(
+        "web_play_bots",
+        "webPlayBots",
+        ("--web-play-bots", "--webPlayBots"),
+        parse_play_bots,
+        'bot commands "play from here" may start besides the built-in bots: NAME=COMMAND;... '
+        "(default none)",
+        "NAME=CMD;...",
+    ),
+    Option(
+        "web_play_max_games",
+        "webPlayMaxGames",
+        ("--web-play-max-games", "--webPlayMaxGames"),
+        positive_int(1),
+        '"play from here" games (each a bot process) at once (default 4)',
+        "N",
+    ),
+    Option(
+        "web_play_max_games_per_address",
+        "webPlayMaxGamesPerAddress",
+        ("--web-play-max-games-per-address", "--webPlayMaxGamesPerAddress"),
+        positive_int(1),
+        '"play from here" games at once per remote address (default 1; loopback exempt, '
+        "as the game port)",
+        "N",
     ),
     Option(
         "web_league",

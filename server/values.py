@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
+import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -129,3 +131,38 @@ def parse_addresses(text: str) -> tuple[str, ...]:
     for address in addresses:
         ipaddress.ip_address(address)  # ValueError names it
     return addresses
+
+
+# Built-in bot names: a configured play bot may not shadow them (web/playfrom.py offers both).
+BUILTIN_PLAY_BOTS = ("random", "greedy", "search")
+_PLAY_BOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
+
+
+def parse_play_bots(text: str) -> tuple[tuple[str, str], ...]:
+    """`NAME=COMMAND; NAME=COMMAND …` ("" = none): the bot commands the web viewer's "play
+    from here" may start (docs/viewer.md). A command is a shell-like line (shlex), run as a
+    local process with `--host H --port P --reservation CODE` appended; `builtin:NAME …` runs
+    a built-in bot. Checked here for form only: the viewer finds the program when it starts."""
+    bots: list[tuple[str, str]] = []
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        name, equals, command = part.partition("=")
+        name, command = name.strip(), command.strip()
+        if not equals or not _PLAY_BOT_NAME.fullmatch(name):
+            raise ValueError(
+                f"{part.strip()!r}: expected NAME=COMMAND, NAME of letters, digits, . _ - "
+                "(at most 40)"
+            )
+        if name in BUILTIN_PLAY_BOTS or any(name == known for known, _ in bots):
+            raise ValueError(f"bot name {name!r} is taken (built-in or given twice)")
+        try:
+            argv = shlex.split(command)
+        except ValueError as error:
+            raise ValueError(f"{name}: cannot parse {command!r}: {error}") from None
+        if not argv:
+            raise ValueError(f"{name}: the command is empty")
+        if argv[0].startswith("docker:"):
+            raise ValueError(f"{name}: container players (docker:) are not offered for play")
+        bots.append((name, command))
+    return tuple(bots)

@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from client import ConnectionClosed
-from engine import Direction, Move, Team
+from engine import Direction, Move
 from protocol import GAME_TYPE
 from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
 from protocol.messages import Memento, ResultMessage
@@ -65,7 +65,7 @@ from web.hub import Change, GameHub
 from web.league import LeagueView
 from web.league_routes import LeagueRoutes
 from web.listen import ProxyHeaders, WebAdmission
-from web.local import BOTS, LocalGame, StartError, start_state
+from web.playfrom import PlayBots, StartError, start_state
 from web.replays import ReplayRoutes
 from web.sc import HumanPlayer, admin_request, player_json
 
@@ -92,7 +92,7 @@ class WebViewer:
         self.settings = settings
         self.hub = GameHub()
         self.sessions = Sessions(settings.password)
-        self.humans: dict[str, HumanPlayer | LocalGame] = {}
+        self.humans: dict[str, HumanPlayer] = {}
         self.viewer_rate = viewer_rate
         self.port = port if port is not None else settings.web_port
         self.url = ""  # set once it listens
@@ -119,6 +119,7 @@ class WebViewer:
         self.analyses = AnalysisJobs(
             lambda handler: self._guard(handler, admin=not self.open_play), self._spawn
         )
+        self.play = PlayBots(settings, self._cancel_room)
         self.app = self._build_app()
 
     @property
@@ -142,17 +143,25 @@ class WebViewer:
         config.websocket_max_message_size = WS_MAX_MESSAGE
         config.backlog = 1024  # a burst of viewers connecting at once is not refused
         app = ProxyHeaders(self.app, self.settings.web_trusted_proxies)
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            self.url = await nursery.start(
-                listen.serve, app, config, self.settings.web_host, self.port or 0, self.admission
-            )
-            log.info("web viewer listening", url=self.url)
-            # The viewer's libraries add some ten thousand long-lived objects that every full
-            # collection of the cyclic GC would scan again (milliseconds each, while a move
-            # waits): move everything that exists now out of its reach.
-            gc.freeze()
-            task_status.started()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self.url = await nursery.start(
+                    listen.serve,
+                    app,
+                    config,
+                    self.settings.web_host,
+                    self.port or 0,
+                    self.admission,
+                )
+                log.info("web viewer listening", url=self.url)
+                # The viewer's libraries add some ten thousand long-lived objects that every
+                # full collection of the cyclic GC would scan again (milliseconds each, while a
+                # move waits): move everything that exists now out of its reach.
+                gc.freeze()
+                task_status.started()
+        finally:
+            self.play.close()  # the bots of "play from here" were stopped with their tasks
 
     def _spawn(self, task: Callable[[], Awaitable[None]]) -> None:
         assert self._nursery is not None, "requests are served only while running"
@@ -241,6 +250,7 @@ class WebViewer:
                 "gamePort": self.game_port,
                 "viewerRate": self.viewer_rate,
                 "league": self.league is not None,
+                "playBots": self.play.names,
             }
         )
 
@@ -484,6 +494,11 @@ class WebViewer:
             request, lambda room, body: PauseRequest(room, bool(body.get("pause", True)))
         )
 
+    async def _cancel_room(self, room_id: str) -> None:
+        _reply, failed = await self._admin(CancelRequest(room_id))
+        if failed is not None:
+            log.info("cancel failed", room=room_id, error=bytes(failed.body).decode())
+
     async def _step(self, request: Request, session: Session) -> Response:
         return await self._room_request(request, lambda room, body: StepRequest(room, True))
 
@@ -531,30 +546,52 @@ class WebViewer:
         return None
 
     async def _play_from(self, request: Request, session: Session) -> Response:
-        """Play from here: a person against a built-in bot from the posted position (on the
-        engine in this process, see `web.local`); `team` is the person's side (default: the
-        side to move), `bot` one of `web.local.BOTS`."""
+        """Play from here: a room of the game server prepared to start from the posted
+        position, the person in one slot and a bot process in the other (`web.playfrom`);
+        `team` is the person's side (default: the side to move), `bot` a name of
+        `PlayBots.names` (a built-in bot or a configured command: never a command itself)."""
         body = await json_body(request)
         try:
             state = start_state(body)
         except StartError as failure:
             return error(400, str(failure))
         bot = body.get("bot", "search")
-        if bot not in BOTS:
-            return error(400, f"bot: one of {', '.join(BOTS)}")
+        if not isinstance(bot, str) or bot not in self.play.commands:
+            return error(400, f"bot: one of {', '.join(self.play.names)}")
         team_name = body.get("team") or state.current_team.name
         if team_name not in ("ONE", "TWO"):
             return error(400, "team: ONE or TWO")
         refused = self._no_room_for(session)
         if refused is not None:
             return refused
+        address = client_address(request)
+        too_many = self.play.refusal(address)
+        if too_many is not None:
+            return error(429, too_many)
+        human = SlotDescriptor("Mensch", False, True)
+        opponent = SlotDescriptor(bot, True, True)
+        slots = (human, opponent) if team_name == "ONE" else (opponent, human)
         token = secrets.token_urlsafe(16)
-        game = LocalGame(token, session.token, state, Team[team_name], bot)
-        self.humans[token] = game
+        self.play.claim(token, address)  # before the await: concurrent requests count it
+        try:
+            reply, failed = await self._admin(Prepare(GAME_TYPE, False, slots, state=state))
+        except BaseException:
+            self.play.games.pop(token, None)
+            raise
+        if failed is not None:
+            self.play.games.pop(token, None)
+            return failed
+        prepared = reply.prepared[0]
+        mine, theirs = prepared.reservations if team_name == "ONE" else prepared.reservations[::-1]
+        player = HumanPlayer(token, mine, session.token)
+        self.humans[token] = player
         assert self._nursery is not None
-        self._nursery.start_soon(game.run)
-        log.info("play from here", turn=state.turn, bot=bot, team=team_name)
-        return JSONResponse({"token": token})
+        self._nursery.start_soon(player.run, self.game_port)
+        self._nursery.start_soon(
+            self.play.play, player, bot, theirs, prepared.room_id, self.game_port
+        )
+        log.info("play from here", room=prepared.room_id, turn=state.turn, bot=bot, team=team_name)
+        return JSONResponse({"token": token, "room": prepared.room_id})
 
     async def _ws_play(self, websocket: WebSocket) -> None:
         if await self._refused(websocket):

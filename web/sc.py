@@ -29,7 +29,6 @@ from protocol.messages import (
 )
 from web.board import legal_targets, state_json
 from web.hub import Change, result_json
-from web.local import LocalGame
 
 log = structlog.get_logger("web.sc")
 
@@ -106,6 +105,8 @@ class HumanPlayer:
                     self.change.bump()
                     if isinstance(message, Left):
                         break
+                    if isinstance(message, ErrorPacket) and self.room_id is None:
+                        break  # the join was refused (a used code, a cancelled room)
         except ConnectionClosed as error:
             self.errors.append(f"connection to the game server failed: {error.reason}")
         finally:
@@ -149,8 +150,8 @@ class HumanPlayer:
         return None
 
 
-def player_json(player: HumanPlayer | LocalGame) -> str:
-    """What a person's page shows of their game (a server game or a local one)."""
+def player_json(player: HumanPlayer) -> str:
+    """What a person's page shows of their game."""
     state = player.state
     return json.dumps(
         {

@@ -398,3 +398,30 @@ def test_load_game_file_at_a_finished_game_warns(tmp_path: Path) -> None:
     assert any("already over" in warning for warning in warnings)
     _settings, early = parse_settings(["--loadGameFile", "game.xml"], tmp_path)
     assert early == []
+
+
+def test_play_bots_are_named_commands_and_bad_ones_name_the_key(tmp_path: Path) -> None:
+    write_properties(
+        tmp_path,
+        "webPlayBots = mine=/opt/bot/start.sh --fast; old=builtin:search --budget 0.3;\n"
+        "webPlayMaxGames = 2\n",
+    )
+    settings = load_settings(["--web-play-max-games-per-address", "3"], tmp_path)
+    assert settings.web_play_bots == (
+        ("mine", "/opt/bot/start.sh --fast"),
+        ("old", "builtin:search --budget 0.3"),
+    )
+    assert (settings.web_play_max_games, settings.web_play_max_games_per_address) == (2, 3)
+    assert Settings().web_play_bots == ()
+    for value, fragment in [
+        ("nameless", "NAME=COMMAND"),
+        ("a b=cmd", "NAME=COMMAND"),
+        ("search=./x", "taken"),
+        ("x=./a; x=./b", "taken"),
+        ("x=", "empty"),
+        ("x='unclosed", "cannot parse"),
+        ("x=docker:image", "docker"),
+    ]:
+        with pytest.raises(ConfigError) as error:
+            load_settings(["--web-play-bots", value], tmp_path)
+        assert "--web-play-bots" in str(error.value) and fragment in str(error.value), value

@@ -1,15 +1,13 @@
-"""The replay viewer's new endpoints without a browser: the download, "analyse this game"
-(bounded, CSRF-protected, with progress) and "play from here"."""
+"""The replay viewer's new endpoints without a browser: the download and "analyse this game"
+(bounded, CSRF-protected, with progress); "play from here" is in test_play_from.py."""
 
 from __future__ import annotations
 
 import gzip
-import random
 import urllib.error
 import urllib.request
 from typing import Any
 
-import pytest
 import trio
 
 from analysis import Analyser, Settings
@@ -19,10 +17,8 @@ from engine import Direction, GameState, Move, PlayerEntry, Team, game_result
 from league.records import record_game, write_record
 from protocol.messages import Memento
 from protocol.replay import read_replay, write_replay
-from web import local
 from web.analysis import AnalysisJobs, Job
 from web.board import move_target
-from web.local import LocalGame
 from web.replays import MAX_UPLOAD_BYTES
 
 from .conftest import Running
@@ -152,80 +148,6 @@ async def test_one_analysis_at_a_time_and_a_slow_one_is_stopped(running: Running
         status, retried = await bob.post("/api/analysis", one)
         assert status == 202 and retried["job"] != body["job"]
         assert (await poll(bob, retried["job"]))["state"] == "done"
-
-
-def position(state: GameState) -> dict[str, Any]:
-    return {
-        "board": [[field.name for field in row] for row in state.rows()],
-        "turn": state.turn,
-        "firstUnion": None,
-    }
-
-
-async def test_play_from_here_is_guarded_checks_the_position_and_counts_the_games(
-    running: Running,
-) -> None:
-    states, _ = random_game(seed=4)
-    browser = Browser(running.url)
-    await browser.session()
-    start = position(states[7])
-    with trio.fail_after(30):
-        stranger = Browser(running.url)
-        await stranger.session()
-        stranger.csrf = "wrong"
-        assert (await stranger.post("/api/play/from", start))[0] == 403
-        bad = [
-            ({**start, "board": start["board"][:9]}, "board"),
-            ({**start, "board": [["FISH"] * 10] * 10}, "unknown field"),
-            ({**start, "turn": 61}, "turn"),
-            ({**start, "turn": "3"}, "turn"),
-            ({**start, "firstUnion": "THREE"}, "firstUnion"),
-            ({**start, "bot": "stockfish"}, "bot"),
-            ({**start, "team": "RED"}, "team"),
-            ({**position(states[-1]), "turn": states[-1].turn}, "over"),
-        ]
-        for body, word in bad:
-            status, answer = await browser.post("/api/play/from", body)
-            assert status == 400 and word in answer["error"], (word, answer)
-        # Two games at once without a login, the third is refused.
-        for _ in range(2):
-            status, answer = await browser.post("/api/play/from", {**start, "bot": "random"})
-            assert status == 200 and answer["token"] in running.viewer.humans
-        status, answer = await browser.post("/api/play/from", start)
-        assert status == 429
-
-
-async def test_a_local_game_plays_by_the_rules_to_its_result(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    states, _ = random_game(seed=4)
-    start = states[30]
-    game = LocalGame("t", "owner", start, start.current_team.opponent, "random", seed=1)
-    chooser = random.Random(2)
-    with trio.fail_after(30):
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(game.run)
-            await trio.sleep(0)
-            assert await game.move(start.legal_moves()[0]) == "it is not your turn"
-            while not game.ended:
-                if game.my_turn and game.state is not None:
-                    state = game.state
-                    assert await game.move(Move(0, 0, Direction.UP)) is not None  # illegal
-                    assert await game.move(chooser.choice(state.legal_moves())) is None
-                    assert await game.move(chooser.choice(state.legal_moves())) is not None
-                await trio.sleep(0.001)
-    assert game.state is not None and game.state.is_over and game.result is not None
-    assert game.result.regular and game.result.winner == game.state.current_winner().winner
-
-
-async def test_a_local_game_left_alone_ends(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "IDLE_SECONDS", 0.05)
-    states, _ = random_game(seed=4)
-    game = LocalGame("t", "owner", states[10], states[10].current_team, "random")
-    with trio.fail_after(10):
-        await game.run()
-    assert game.ended and game.result is not None and game.result.winner is None
-    assert "no move" in game.errors[-1]
 
 
 async def test_a_live_game_downloads_as_a_replay_of_the_states_seen(running: Running) -> None:

@@ -55,8 +55,9 @@ const Web = {
     const scores = result.scores.map((s) => s.points.join("/")).join(" : ");
     return winner + " (" + scores + ") – " + result.reason;
   },
-  // "Play from here": a game against a built-in bot from `state` (the pages' state JSON),
-  // the person playing the side to move; the play page takes it over.
+  // "Play from here": a game in a room of the game server from `state` (the pages' state
+  // JSON) against `bot` (a built-in bot or one the operator configured), the person playing
+  // the side to move; the play page takes it over.
   async playFrom(state, bot) {
     const started = await Web.post("/api/play/from", { board: state.board, turn: state.turn,
       firstUnion: state.firstUnion ?? null, team: state.current, bot });
@@ -72,5 +73,12 @@ document.addEventListener("DOMContentLoaded", () => {
   fetch("/api/config").then((r) => r.json()).then((config) => {
     const link = document.querySelector('header nav a[data-nav="league"]');
     if (link && config.league) link.hidden = false;
+    // The bots "play from here" offers: the built-in ones and the operator's (webPlayBots).
+    const bots = document.getElementById("play-bot");
+    if (bots && config.playBots) {
+      const chosen = bots.value;
+      bots.replaceChildren(...config.playBots.map((name) => Web.el("option", { value: name }, name)));
+      bots.value = config.playBots.includes(chosen) ? chosen : config.playBots[0];
+    }
   }).catch(() => {});
 });

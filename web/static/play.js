@@ -44,6 +44,13 @@ function render() {
   const svg = document.getElementById("board");
   const hint = document.getElementById("hint");
   const status = document.getElementById("status");
+  if (!me.state && fromHere) {
+    // Play from here: the viewer starts the bot itself.
+    hint.hidden = true;
+    status.textContent = me.ended ? "The game did not start." : "Starting the bot…";
+    document.getElementById("errors").textContent = (me.errors || []).join("\n");
+    return;
+  }
   if (!me.state) {
     hint.hidden = false;
     hint.replaceChildren("Waiting for a bot: start one against ", Web.el("code", {}, location.hostname + ":" + gamePort),

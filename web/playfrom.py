@@ -1,0 +1,193 @@
+""" "Play from here": a person against a bot from any position of any game, in a real room of the
+game server.
+
+The viewer prepares the room over its admin connection with the position as the room's start
+(`<prepare>`'s `<state>`, docs/server.md): one reserved slot for the person (a
+`web.sc.HumanPlayer`, no time limit), one for the bot, which keeps the normal clocks. The bot
+is a process: a built-in bot (`piranhas-bot`, `BUILTIN_BUDGET` seconds a move) or one of the
+commands the operator configured (`webPlayBots`; a page only names one, it never sends a
+command), started by the match runner's launcher under its `BotReaper`, so neither it nor
+anything it spawns outlives its game or the viewer. Nothing of this runs on the game server's
+thread: the viewer is a client of it like any other.
+
+Bounded: `webPlayMaxGames` such games at once and `webPlayMaxGamesPerAddress` per remote
+address (loopback exempt unless `perAddressLimitOnLoopback`, as the game port); a bot that
+has not joined within `JOIN_SECONDS`, or a person who leaves a move alone for `IDLE_SECONDS`,
+ends the game (the admin `<cancel>`), and the bot process is stopped when the game ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+import trio
+
+from engine import FieldState, GameState, Team
+from launching import MatchError, RunningPlayer
+from runner.options import player_command
+from runner.processes import ProcessLauncher
+from runner.reaper import BotReaper, reaped
+from server.config import Settings
+from server.limits import is_loopback
+from server.values import BUILTIN_PLAY_BOTS
+from web.sc import HumanPlayer
+
+log = structlog.get_logger("web.playfrom")
+
+BUILTIN_BUDGET = 1.0  # seconds a move for a built-in bot (the soft timeout is 2 s)
+JOIN_SECONDS = 30.0  # a bot process that has not joined by then is stopped, the game cancelled
+IDLE_SECONDS = 600.0  # a person's move may take this long; then the game is cancelled
+WATCH_INTERVAL = 0.1
+_FIELDS = {field.name: field for field in FieldState}
+
+
+class StartError(ValueError):
+    """A start position the page sent that is no position to play from; says why."""
+
+
+def start_state(body: dict[str, Any]) -> GameState:
+    """The position of a request body: `board` (rows[y][x] of FieldState names, y = 0 the
+    bottom row, as the pages' state JSON), `turn`, `firstUnion` ("ONE", "TWO" or null)."""
+    board, turn, union = body.get("board"), body.get("turn"), body.get("firstUnion")
+    if not (isinstance(board, list) and len(board) == 10):
+        raise StartError("board: 10 rows of 10 field names")
+    rows = []
+    for row in board:
+        if not (isinstance(row, list) and len(row) == 10):
+            raise StartError("board: 10 rows of 10 field names")
+        try:
+            rows.append([_FIELDS[name] for name in row])
+        except (KeyError, TypeError):
+            raise StartError("board: unknown field name") from None
+    if not isinstance(turn, int) or isinstance(turn, bool) or not 0 <= turn <= 60:
+        raise StartError("turn: a whole number 0 … 60")
+    if union not in (None, "ONE", "TWO"):
+        raise StartError("firstUnion: ONE, TWO or null")
+    state = GameState.from_rows(rows, turn=turn, first_union=None if union is None else Team[union])
+    if state.is_over:
+        raise StartError("the game is over in this position: nothing to play")
+    return state
+
+
+class PlayBots:
+    """The bots "play from here" offers, the games running against them, and their launches
+    (see the module docstring). `cancel(room)` ends a room over the admin connection."""
+
+    def __init__(self, settings: Settings, cancel: Callable[[str], Awaitable[None]]) -> None:
+        self.commands: dict[str, str] = {
+            name: f"builtin:{name} --budget {BUILTIN_BUDGET:g}" for name in BUILTIN_PLAY_BOTS
+        }
+        self.commands.update(settings.web_play_bots)
+        self.max_games = settings.web_play_max_games
+        self.max_per_address = settings.web_play_max_games_per_address
+        self.limit_loopback = settings.per_address_limit_on_loopback
+        self.games: dict[str, str] = {}  # token → remote address, while its bot may run
+        self.bots: dict[str, RunningPlayer] = {}  # token → its bot process, while it runs
+        self._cancel = cancel
+        self._reaper: BotReaper | None = None
+        self._logs: Path | None = None
+        self._reaper_lock = trio.Lock()
+
+    @property
+    def names(self) -> list[str]:
+        """The bots a page may name: the built-in ones, then the configured ones."""
+        return list(self.commands)
+
+    def refusal(self, address: str) -> str | None:
+        """Why one more game from `address` is too many now, or None."""
+        if len(self.games) >= self.max_games:
+            return f"{self.max_games} games against bots are running: try again later"
+        exempt = is_loopback(address) and not self.limit_loopback
+        mine = sum(1 for other in self.games.values() if other == address)
+        if not exempt and mine >= self.max_per_address:
+            return f"at most {self.max_per_address} games against bots per address at once"
+        return None
+
+    def claim(self, token: str, address: str) -> None:
+        """Count the game `token` (its bot is about to start) until `play` ends."""
+        self.games[token] = address
+
+    async def play(
+        self, player: HumanPlayer, bot: str, reservation: str, room_id: str, port: int
+    ) -> None:
+        """Start `bot` for `reservation` and keep it until `player`'s game ends; then stop it
+        (and whatever it started). The game is cancelled when the bot cannot start, does not
+        join, or the person leaves a move alone for IDLE_SECONDS."""
+        running: RunningPlayer | None = None
+        log_path: Path | None = None
+        try:
+            try:
+                argv = player_command(self.commands[bot], f"webPlayBots {bot}")
+                reaper, logs = await self._launch_context()
+                log_path = logs / f"{player.token}.log"
+                launcher = reaped(ProcessLauncher(argv), reaper)
+                running = await launcher.launch(bot, "127.0.0.1", port, reservation, log_path)
+            except MatchError as error:
+                log.warning("play from here: the bot did not start", bot=bot, error=str(error))
+                await self._end(player, room_id, f"the bot {bot} could not start: {error}")
+                return
+            self.bots[player.token] = running
+            log.info("play from here: bot started", bot=bot, room=room_id)
+            await self._watch(player, running, bot, room_id)
+        finally:
+            with trio.CancelScope(shield=True):
+                if running is not None:
+                    await running.stop()
+                if log_path is not None:
+                    with contextlib.suppress(OSError):
+                        log_path.unlink()
+            self.bots.pop(player.token, None)
+            self.games.pop(player.token, None)
+
+    async def _watch(
+        self, player: HumanPlayer, running: RunningPlayer, bot: str, room_id: str
+    ) -> None:
+        joined_by = trio.current_time() + JOIN_SECONDS
+        while not player.ended:
+            if player.state is None:  # the game starts when the bot has joined
+                if running.returncode is not None:
+                    await self._end(
+                        player, room_id, f"the bot {bot} ended (status {running.returncode})"
+                    )
+                    return
+                if trio.current_time() > joined_by:
+                    await self._end(
+                        player, room_id, f"the bot {bot} did not join within {JOIN_SECONDS:g} s"
+                    )
+                    return
+            elif player.my_turn and time.time() - player.requested_at > IDLE_SECONDS:
+                await self._end(player, room_id, f"no move for {IDLE_SECONDS:g} s: the game ended")
+                return
+            await trio.sleep(WATCH_INTERVAL)
+
+    async def _end(self, player: HumanPlayer, room_id: str, why: str) -> None:
+        player.errors.append(why)
+        player.change.bump()
+        with trio.move_on_after(15):
+            await self._cancel(room_id)
+
+    async def _launch_context(self) -> tuple[BotReaper, Path]:
+        """The reaper and the bot log directory, made on the first launch (a companion
+        process and a subreaper role only where someone plays)."""
+        async with self._reaper_lock:
+            if self._reaper is None:
+                self._logs = Path(tempfile.mkdtemp(prefix="piranhas-play-"))
+                self._reaper = await trio.to_thread.run_sync(BotReaper)
+            assert self._logs is not None
+            return self._reaper, self._logs
+
+    def close(self) -> None:
+        """The viewer stops: end the reaper (it kills what is left) and remove the logs."""
+        if self._reaper is not None:
+            self._reaper.close()
+            self._reaper = None
+        if self._logs is not None:
+            shutil.rmtree(self._logs, ignore_errors=True)
+            self._logs = None
