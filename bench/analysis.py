@@ -2,7 +2,7 @@
 time to analyse a 60-move game on one core, and how often the marks agree with an analysis
 at 8× the nodes.
 
-    python -m bench.analysis [--nodes N[,N…]] [--games 4] [--factor 8]
+    python -m bench.analysis [--nodes N[,N…]] [--games 3] [--factor 8] [--chain 10]
 
 1. nodes/s of the analysis search on the positions of a game, and in the same run the
    engine alone: legal-move lists and applied moves per second on the same positions;
@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 
 from analysis import Analyser, Game, GameAnalysis, Settings
+from analysis import game as game_module
 from analysis.game import DEFAULT_NODES
 from bots import GreedyBot, SearchBot
 from bots.players import Bot
@@ -141,11 +142,22 @@ def main() -> int:
         default=str(DEFAULT_NODES),
         help="node settings to measure, comma-separated (the agreement/time curve)",
     )
-    parser.add_argument("--games", type=int, default=4)
+    parser.add_argument("--games", type=int, default=3)
     parser.add_argument("--factor", type=int, default=8)
+    parser.add_argument(
+        "--chain",
+        type=int,
+        default=game_module.CHAIN,
+        help="positions searched in a row on one table (1: every position on its own, the "
+        "analysis before chains)",
+    )
     options = parser.parse_args()
+    game_module.CHAIN = options.chain  # read by Analyser.analyse in this process
     settings = [int(value) for value in options.nodes.split(",")]
-    print(f"load average {os.getloadavg()[0]:.2f}; analysis at {settings} nodes")
+    print(
+        f"load average {os.getloadavg()[0]:.2f}; analysis at {settings} nodes, chains of "
+        f"{options.chain} positions"
+    )
 
     elapsed, cpu, analysis, game = game_time(settings[0])
     nodes = sum(move.nodes for move in analysis.moves)
