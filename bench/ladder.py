@@ -1,12 +1,13 @@
 """The ladder's two figures (issue 22): ratings of 100 teams over 10,000 games recomputed in
 under a second, and W workers kept at least 90 % busy by the scheduler's pairing policy.
 
-    python -m bench.ladder [--teams 100] [--games 10000] [--workers 8] [--hours 2]
+    python -m bench.ladder [--teams 100] [--games 10000] [--workers 8] [--hours 1]
                            [--interval 5] [--mean 60] [--deaths 0.02]
 
 1. Ratings: `ladder.rating.fit` of `--games` games between `--teams` versions (simulated from
-   known strengths), cold (no earlier ratings; best of 5), and the store's refit inside
-   `record_match` (warm-started; one SQLite transaction with the games and the history rows).
+   known strengths), cold (no earlier ratings; best of 5); the store's `recompute_ratings()`
+   over as many stored games (read them, fit from scratch, write the ratings); and the refit
+   inside `record_match` (warm-started; one SQLite transaction with the games and history).
 2. Workers: a discrete-event simulation on the real store (SQLite, a simulated clock) with the
    real scheduler step (`ladder.pairing.top_up`, every `--interval` simulated seconds) and W
    workers that claim a match, play it for a simulated duration (lognormal, mean `--mean` s,
@@ -80,6 +81,50 @@ def bench_fit(teams: int, games: int) -> None:
     )
 
 
+def bench_recompute(directory: Path, teams: int, games: int) -> None:
+    """`LadderStore.recompute_ratings` on a store holding `games` ranked games (matches of 2
+    games, written straight into the tables: recording them one by one would take minutes)."""
+    rng = random.Random(2)
+    true, results = simulated_games(teams, games, rng)
+    store = LadderStore.open(str(directory / "recompute.sqlite"), clock=Clock())
+    try:
+        versions = {}
+        for number in true:
+            team = store.create_team(f"Team {number}")
+            versions[number] = store.add_version(team, size=1, sha256="0" * 64, label="x")
+        points = {1.0: (2, 0), 0.5: (1, 1), 0.0: (0, 2)}
+        with store.backend.transaction() as tx:
+            for index in range(0, len(results) - 1, 2):
+                (a, b, first), (_, _, second) = results[index], results[index + 1]
+                match_id = index // 2 + 1
+                tx.execute(
+                    "INSERT INTO ladder_matches (match_id, version_a, version_b, ranked, "
+                    "challenge_id, games, board_seed, status, attempt, lease_until, "
+                    "finished_attempt, created, finished) "
+                    "VALUES (?, ?, ?, 1, NULL, 2, 0, 'finished', 1, NULL, 1, 0, 0)",
+                    (match_id, versions[a], versions[b]),
+                )
+                for number, score in ((1, first), (2, second)):
+                    tx.execute(
+                        "INSERT INTO ladder_games (match_id, game_number, first_version, "
+                        "points_a, points_b, reason_a, reason_b, replay) "
+                        "VALUES (?, ?, ?, ?, ?, '', '', NULL)",
+                        (match_id, number, versions[a], *points[score]),
+                    )
+        times = []
+        for _ in range(3):
+            began = time.perf_counter()
+            rated = store.recompute_ratings()
+            times.append(time.perf_counter() - began)
+        print(
+            f"ratings: recompute_ratings() of {rated} versions from {games} stored games "
+            f"(SQLite: read, fit from scratch, write): {min(times) * 1000:.0f} ms (best of 3; "
+            f"worst {max(times) * 1000:.0f} ms)"
+        )
+    finally:
+        store.close()
+
+
 def results_for(
     claim: MatchClaim, rng: random.Random, strength: dict[int, float]
 ) -> list[GameResultRow]:
@@ -113,8 +158,9 @@ def simulate(
     mean: float,
     deaths: float,
     queued: int | None,
-) -> tuple[float, int, float]:
-    """(busy share, matches recorded, mean ms per record_match) of one simulated run."""
+) -> tuple[float, float, int, float]:
+    """(busy share, useful share, matches recorded, mean ms per record_match) of one
+    simulated run."""
     rng = random.Random(7)
     clock = Clock()
     path = directory / f"sim-{queued}.sqlite"
@@ -136,6 +182,7 @@ def simulate(
     order = 0
     idle = set(range(workers))
     busy_time = 0.0
+    useful_time = 0.0  # in matches that were recorded (not those of dying workers)
     recorded = 0
     record_seconds = 0.0
 
@@ -184,6 +231,7 @@ def simulate(
             continue
         busy_time += at - started
         if kind == "done":
+            useful_time += at - started
             began = time.perf_counter()
             store.record_match(claim, results_for(claim, rng, strength))
             record_seconds += time.perf_counter() - began
@@ -191,7 +239,9 @@ def simulate(
         # A dead worker's replacement starts at once; its match waits for the lease to end.
         claim_for(worker)
     store.close()
-    return busy_time / (workers * (end - start)), recorded, record_seconds / max(1, recorded) * 1000
+    capacity = workers * (end - start)
+    per_record = record_seconds / max(1, recorded) * 1000
+    return busy_time / capacity, useful_time / capacity, recorded, per_record
 
 
 def main() -> int:
@@ -200,7 +250,7 @@ def main() -> int:
     parser.add_argument("--teams", type=int, default=100)
     parser.add_argument("--games", type=int, default=10_000)
     parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--hours", type=float, default=2.0, help="simulated hours")
+    parser.add_argument("--hours", type=float, default=1.0, help="simulated hours")
     parser.add_argument("--interval", type=float, default=5.0, help="scheduler step, seconds")
     parser.add_argument("--mean", type=float, default=60.0, help="mean match duration, seconds")
     parser.add_argument("--deaths", type=float, default=0.02, help="share of workers dying")
@@ -208,9 +258,10 @@ def main() -> int:
     print(f"load average before: {load()}  ({os.cpu_count()} CPUs)")
     bench_fit(args.teams, args.games)
     with tempfile.TemporaryDirectory(prefix="bench-ladder-") as folder:
+        bench_recompute(Path(folder), args.teams, args.games)
         for queued, what in ((None, "policy (queue of W beside W running)"), (0, "no queue")):
             began = time.perf_counter()
-            busy, recorded, per_record = simulate(
+            busy, useful, recorded, per_record = simulate(
                 Path(folder),
                 teams=args.teams,
                 workers=args.workers,
@@ -223,7 +274,8 @@ def main() -> int:
             print(
                 f"workers, {what}: {args.workers} workers, {args.teams} teams, "
                 f"{args.hours:g} h simulated, matches {args.mean:g} s on average, scheduler "
-                f"every {args.interval:g} s, {args.deaths:.0%} dying: busy {busy:.1%}, "
+                f"every {args.interval:g} s, {args.deaths:.0%} dying: busy {busy:.1%} (in "
+                f"matches that were recorded: {useful:.1%}), "
                 f"{recorded} matches recorded, record_match {per_record:.1f} ms "
                 f"(wall {time.perf_counter() - began:.1f} s)"
             )

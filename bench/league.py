@@ -3,6 +3,13 @@ mode, and the per-game overhead the league adds on top of the match runner (the 
 games between the same two bots through `piranhas-match` and through a two-team league).
 
     python -m bench.league [--teams 4] [--games 6] [--concurrency 2] [--bot greedy]
+    python -m bench.league --overhead [--small 4] [--large 20] [--repeat 3]
+
+`--overhead` measures only the per-game cost, side by side: each tool plays `--small` and
+`--large` games (same bots, seeds, concurrency), in turn, `--repeat` times; a game's cost is
+the marginal one, (wall(large) - wall(small)) / (large - small), so the start-ups cancel
+(they are printed apart). Printed: each tool's cost per game (mean ± 95 % CI over the
+repeats), the league's extra cost per game (paired by repeat) against the goal of 30 ms.
 
 Built-in bots are `builtin:NAME` (piranhas-bot); where this installation lacks it, the fast
 test bot (tests/bots/fast_bot.py) stands in and the output says so. Prints the command lines,
@@ -15,12 +22,16 @@ import argparse
 import importlib.util
 import json
 import os
+import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.match import own_cpu_seconds
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -50,9 +61,10 @@ def write_league(directory: Path, teams: int, games: int, concurrency: int, bot:
     return path
 
 
-def timed(command: list[str], cwd: Path) -> float:
+def timed(command: list[str], cwd: Path, *, quiet: bool = False) -> float:
     """Run `command`, fail loudly on a non-zero status; the wall time in seconds."""
-    print(f"$ {shlex.join(command)}", flush=True)
+    if not quiet:
+        print(f"$ {shlex.join(command)}", flush=True)
     began = time.perf_counter()
     finished = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - began
@@ -66,6 +78,105 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
+def match_command(player: str, games: int, concurrency: int, logs: Path) -> list[str]:
+    """piranhas-match playing `games` games between two copies of `player`."""
+    return [
+        str(BIN / "piranhas-match"),
+        *("--player1", player, "--player2", player, "--games", str(games), "--seed", "1"),
+        *("--concurrency", str(concurrency), "--force-concurrency", "--log-dir", str(logs)),
+    ]
+
+
+def mean_ci(values: list[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95 % confidence interval (t quantiles, small samples)."""
+    t95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+    if len(values) < 2:
+        return (values[0] if values else float("nan")), float("nan")
+    half = t95.get(len(values) - 1, 2.0) * statistics.stdev(values) / len(values) ** 0.5
+    return statistics.fmean(values), half
+
+
+def timed_cpu(command: list[str], cwd: Path) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds of the command and every process it waited for (the bots),
+    and CPU seconds of the command's own process (without the bots)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(command, cwd=cwd, stdout=output, stderr=output)
+        own = 0.0
+        while process.poll() is None:
+            own = max(own, own_cpu_seconds(process.pid))
+            time.sleep(0.02)
+        wall = time.perf_counter() - began
+        if process.returncode != 0:
+            output.seek(0)
+            sys.exit(f"failed ({process.returncode}): {shlex.join(command)}\n{output.read()!r}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), own
+
+
+def overhead(args: argparse.Namespace) -> None:
+    """The per-game cost of the league over piranhas-match, start-ups cancelled: wall time
+    and CPU time (less sensitive to other jobs on a shared machine)."""
+    command = bot_command(args.bot)
+    player = shlex.join(command)
+    tools = ("match", "league")
+    kinds = ("wall", "cpu", "own")
+    costs: dict[tuple[str, str], list[float]] = {(t, k): [] for t in tools for k in kinds}
+    starts: dict[str, list[float]] = {tool: [] for tool in tools}
+    with tempfile.TemporaryDirectory() as scratch:
+        for repeat in range(args.repeat):
+            measured: dict[tuple[str, int], tuple[float, float, float]] = {}
+            for games in (args.small, args.large):
+                for tool in tools if repeat % 2 == 0 else tools[::-1]:
+                    run = Path(scratch) / f"{tool}-{repeat}-{games}"
+                    run.mkdir()
+                    if tool == "match":
+                        argv = match_command(player, games, args.concurrency, run / "logs")
+                    else:
+                        league = write_league(run, 2, games, args.concurrency, args.bot)
+                        argv = [str(BIN / "piranhas-league"), "run", str(league)]
+                    measured[tool, games] = timed_cpu(argv, run)
+            line = [f"repeat {repeat + 1}:"]
+            for tool in tools:
+                small, large = measured[tool, args.small], measured[tool, args.large]
+                extra = args.large - args.small
+                wall, cpu = (large[0] - small[0]) / extra, (large[1] - small[1]) / extra
+                own = (large[2] - small[2]) / extra
+                costs[tool, "wall"].append(wall * 1000)
+                costs[tool, "cpu"].append(cpu * 1000)
+                costs[tool, "own"].append(own * 1000)
+                starts[tool].append((small[0] - args.small * wall) * 1000)
+                line.append(
+                    f"{tool} {small[0]:.2f}/{large[0]:.2f} s -> {wall * 1000:.1f} ms wall, "
+                    f"{cpu * 1000:.1f} ms CPU ({own * 1000:.1f} ms its own) per game;"
+                )
+            print(" ".join(line), f"load {load()}", flush=True)
+    for tool in tools:
+        wall, wall_half = mean_ci(costs[tool, "wall"])
+        cpu, cpu_half = mean_ci(costs[tool, "cpu"])
+        own, own_half = mean_ci(costs[tool, "own"])
+        start, start_half = mean_ci(starts[tool])
+        print(
+            f"piranhas-{tool}: {wall:.1f} ± {wall_half:.1f} ms wall, {cpu:.1f} ± {cpu_half:.1f} "
+            f"ms CPU (its own process {own:.1f} ± {own_half:.1f} ms) per game (start-up and "
+            f"end {start:.0f} ± {start_half:.0f} ms wall per run)"
+        )
+    labels = {"wall": "wall", "cpu": "CPU in all", "own": "CPU of its own process"}
+    for kind in kinds:
+        extra = [
+            league - match
+            for league, match in zip(costs["league", kind], costs["match", kind], strict=True)
+        ]
+        mean, half = mean_ci(extra)
+        verdict = "met" if mean + half <= 30 else "not shown" if mean - half <= 30 else "missed"
+        print(
+            f"the league costs {mean:+.1f} ± {half:.1f} ms {labels[kind]} per game more than "
+            f"piranhas-match ({args.repeat} paired repeats, concurrency {args.concurrency}, "
+            f"{args.small} and {args.large} games; goal ≤ 30 ms: {verdict})"
+        )
+
+
 def main() -> int:
     """Run both measurements and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -73,11 +184,19 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=6, help="games per match (even)")
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--bot", default="greedy", help="the built-in bot every team plays")
+    parser.add_argument("--overhead", action="store_true", help="only the per-game overhead")
+    parser.add_argument("--small", type=int, default=4, help="--overhead: games of the short run")
+    parser.add_argument("--large", type=int, default=20, help="--overhead: games of the long run")
+    parser.add_argument("--repeat", type=int, default=3, help="--overhead: paired repeats")
     args = parser.parse_args()
     command = bot_command(args.bot)
     if command == FAST_BOT:
         print("note: piranhas-bot (cli.bot) is missing: the fast test bot plays instead")
     print(f"load average before: {load()}  ({os.cpu_count()} CPUs)")
+    if args.overhead:
+        overhead(args)
+        print(f"load average after: {load()}")
+        return 0
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shlex
 import statistics
 import subprocess
@@ -51,18 +52,35 @@ def run(bot: str, games: int, concurrency: int, seed: int) -> dict[str, Any]:
             *("--games", str(games), "--concurrency", str(concurrency), "--force-concurrency"),
             *("--seed", str(seed), "--ndjson", str(stream), "--no-reproducers"),
         ]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.monotonic()
-        done = subprocess.run(argv, cwd=directory, env=env, capture_output=True, check=False)
-        wall = time.monotonic() - started
-        if done.returncode != 0:
-            raise SystemExit(f"the run failed ({done.returncode}):\n{done.stderr.decode()}")
+        with tempfile.TemporaryFile() as output:
+            process = subprocess.Popen(argv, cwd=directory, env=env, stdout=output, stderr=output)
+            own = 0.0  # the runner's own CPU (its process: server, clients, display), not its bots'
+            while process.poll() is None:
+                own = max(own, own_cpu_seconds(process.pid))
+                time.sleep(0.05)
+            wall = time.monotonic() - started
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if process.returncode != 0:
+                output.seek(0)
+                raise SystemExit(
+                    f"the run failed ({process.returncode}):\n{output.read().decode()}"
+                )
+        total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         events = [json.loads(line) for line in stream.read_text().splitlines()]
     ends = [event for event in events if event["event"] == "game_end"]
     final = events[-1]
     runner_ms = [sum(end["phases_ms"][phase] for phase in RUNNER_PHASES) for end in ends]
     bot_ms = [sum(end["phases_ms"][phase] for phase in BOT_PHASES) for end in ends]
     game_ms = [end["phases_ms"]["game"] for end in ends]
+    cpus = len(os.sched_getaffinity(0))
     return {
+        "cpu_per_game_s": total / len(ends),
+        "runner_cpu_per_game_ms": own / len(ends) * 1000,
+        # Games a minute the CPUs allow at this CPU per game, and how much of it the run got.
+        "allowed_per_min": cpus * 60 / (total / len(ends)),
+        "utilisation": total / (cpus * wall),
         "concurrency": concurrency,
         "games": len(ends),
         "wall_s": wall,
@@ -74,6 +92,16 @@ def run(bot: str, games: int, concurrency: int, seed: int) -> dict[str, Any]:
         "bot_startup_exit_mean_ms": statistics.fmean(bot_ms),
         "game_mean_s": statistics.fmean(game_ms) / 1000,
     }
+
+
+def own_cpu_seconds(pid: int) -> float:
+    """User + system CPU of the process itself, without its children (Linux /proc); 0 once
+    it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:
@@ -103,6 +131,15 @@ def main() -> int:
             f"{result['concurrency']:>3} {result['games']:>5} {result['wall_s']:>7.1f} "
             f"{result['games_per_min']:>9.2f} {result['timeouts']:>8} {overhead:>22} "
             f"{result['bot_startup_exit_mean_ms']:>17.0f} {result['game_mean_s']:>7.2f}"
+        )
+    for result in results:
+        share = result["games_per_min"] / result["allowed_per_min"]
+        print(
+            f"K={result['concurrency']}: {result['cpu_per_game_s']:.2f} s of CPU per game in "
+            f"all (runner, its server, bots), of which the runner's own process "
+            f"{result['runner_cpu_per_game_ms']:.0f} ms; the CPUs allow "
+            f"{result['allowed_per_min']:.1f} games/min at that, the run got "
+            f"{result['games_per_min']:.1f} ({100 * share:.0f} %: the CPU share the run used)"
         )
     speedup = results[1]["games_per_min"] / results[0]["games_per_min"]
     print(f"K={options.k} plays {speedup:.1f}x the games per minute of K=1")

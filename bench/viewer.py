@@ -1,4 +1,4 @@
-"""Viewer benchmark: does watching slow the server? 100 WebSocket viewers on one running game.
+"""Viewer benchmark: does watching slow the server? `--viewers` WebSocket viewers on one game.
 
 The server runs in its own process (`python -m cli.server --web-port ...`, pinned to one CPU when
 there are several); the web viewer runs in a child process of it (web.process), moved to the
@@ -6,9 +6,11 @@ other CPUs (`--web-cpu others`, the default) or left on the server's (`--web-cpu
 In-process SC clients play `--games` prepared games at once, back to back:
 one "watched" game whose bots think `--watched-think` seconds per move (like real bots: a game
 lasts about half a minute), and the others with `--think` seconds per move, for load and
-latency samples. The script measures two windows in one run: first without viewers, then with
-`--viewers` WebSocket viewers (in a process of their own) on the watched game's page socket,
-following it to the next game when one ends. For each window it prints:
+latency samples. The script measures `--rounds` windows with viewers in one run, each between two
+windows without (none, V, none, ..., V, none: a drift of the machine's load hits both alike); the
+viewers run in a process of their own (nice 19, SCHED_BATCH: they stand for browsers on other
+machines), started before and stopped after each window with viewers, following the watched
+game to the next one when it ends. For each window it prints:
 
 - moves/s: moves the server accepted per second of wall time, all games;
 - latency p50/p99: the server's per-move latency, from a client sending its move to the
@@ -18,16 +20,22 @@ following it to the next game when one ends. For each window it prints:
 - with viewers also the viewers' delay p50/p99: from the move leaving its client to a viewer
   receiving a snapshot that shows it (snapshots are rate-limited, latest state wins).
 
-Run:  .venv/bin/python -m bench.viewer [--viewers 100] [--seconds 20] [--games 10]
+Then the comparison: the p99 of all windows' moves pooled, with a 95 % bootstrap interval of
+the ratio; the median of the per-window p99s; each window with viewers against the mean of the
+two windows without viewers around it; the throughput likewise; the load average.
+
+Run:  .venv/bin/python -m bench.viewer [--viewers 500] [--rounds 4] [--seconds 15] [--games 10]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import heapq
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +54,11 @@ from web.sc import admin_request
 from web.wsclient import WebSocketClosed, WsClient
 
 TURN = re.compile(r'"turn":(\d+)')
+
+
+def load() -> str:
+    """The load average, as `uptime` shows it."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 @dataclass
@@ -227,6 +240,58 @@ async def measure(shared: Shared, pid: int, seconds: float) -> tuple[Window, flo
     )
 
 
+@dataclass
+class Measured:
+    """One window's figures."""
+
+    viewers: int
+    window: Window
+    elapsed: float
+    cpu: float
+    web_cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.window.moves / self.elapsed
+
+    @property
+    def p99(self) -> float:
+        return percentile(self.window.latencies, 0.99)
+
+
+async def start_viewers(web_port: int, viewers: int) -> trio.Process:
+    """The viewer process, its viewers connected ("ready")."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "bench.viewer", "--watch", str(web_port), "--viewers", str(viewers)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    output = b""
+    while b"ready\n" not in output:
+        chunk = await process.stdout.receive_some()
+        if not chunk:
+            raise SystemExit("the viewer process ended before its viewers connected")
+        output += chunk
+    return process
+
+
+async def stop_viewers(process: trio.Process) -> list[tuple[str, int, float]]:
+    """Close the viewer process's input; what its viewers saw (room, turn, when)."""
+    assert process.stdin is not None and process.stdout is not None
+    await process.stdin.aclose()
+    output = b""
+    while chunk := await process.stdout.receive_some():
+        output += chunk
+    await process.wait()
+    seen = []
+    for line in output.decode().splitlines():
+        if line != "ready":
+            room, turn, when = line.split()
+            seen.append((room, int(turn), float(when)))
+    return seen
+
+
 async def run(
     port: int,
     web_port: int,
@@ -236,86 +301,163 @@ async def run(
     think: float,
     games: int,
     watched_think: float,
-) -> None:
+    rounds: int,
+    settle: float,
+) -> list[Measured]:
+    """`rounds` windows with viewers, each between two without (none, V, none, ..., V, none):
+    a slow drift of the machine's load hits both alike. Between windows the games go on for
+    `settle` seconds (the viewers connecting or leaving are in no window)."""
     shared = Shared()
     series = Series(shared, "watched")
     others = [Series(shared, f"game{index}") for index in range(games - 1)]
+    measured: list[Measured] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(play_series, port, series, watched_think)
         for other in others:
             nursery.start_soon(play_series, port, other, think)
         await trio.sleep(3.0)  # warm-up: every game started
-        alone = await measure(shared, pid, seconds)
-        process = await trio.lowlevel.open_process(
-            [
-                sys.executable,
-                "-m",
-                "bench.viewer",
-                "--watch",
-                str(web_port),
-                "--viewers",
-                str(viewers),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        assert process.stdin is not None and process.stdout is not None
-        output = b""
-        while b"ready\n" not in output:
-            output += await process.stdout.receive_some()
-        await trio.sleep(1.0)
-        watched = await measure(shared, pid, seconds)
-        measured_from = time.perf_counter() - watched[1]
-        measured_to = time.perf_counter()
-        await process.stdin.aclose()
-        while chunk := await process.stdout.receive_some():
-            output += chunk
-        await process.wait()
+        for window_number in range(2 * rounds + 1):
+            count = viewers if window_number % 2 else 0
+            process = await start_viewers(web_port, count) if count else None
+            await trio.sleep(settle)
+            window, elapsed, cpu, web_cpu = await measure(shared, pid, seconds)
+            measured_to = time.perf_counter()
+            measured_from = measured_to - elapsed
+            if process is not None:
+                for room, turn, when in await stop_viewers(process):
+                    sent = series.all_sent.get((room, turn))
+                    if sent is not None and measured_from <= when <= measured_to:
+                        window.snapshots += 1
+                        window.viewer_delays.append(when - sent)
+            measured.append(Measured(count, window, elapsed, cpu, web_cpu))
+            print(format_window(measured[-1]), flush=True)
         nursery.cancel_scope.cancel()
-    for line in output.decode().splitlines()[1:]:
-        room, turn, when = line.split()
-        sent = series.all_sent.get((room, int(turn)))
-        if sent is not None and measured_from <= float(when) <= measured_to:
-            watched[0].snapshots += 1
-            watched[0].viewer_delays.append(float(when) - sent)
-    header = ("moves/s", "p50 ms", "p99 ms")
-    print(
-        f"{'':22} {header[0]:>8} {header[1]:>8} {header[2]:>8} {'CPU':>6} {'web CPU':>7}"
-        f" {'view p50/p99':>19}"
+    return measured
+
+
+def format_window(measured: Measured) -> str:
+    """One window's line."""
+    window = measured.window
+    view = (
+        f"{percentile(window.viewer_delays, 0.5) * 1000:8.1f}ms"
+        f"{percentile(window.viewer_delays, 0.99) * 1000:8.1f}ms"
+        if window.viewer_delays
+        else f"{'-':>10}{'-':>10}"
     )
-    for label, (window, elapsed, cpu, web_cpu) in (
-        ("no viewers", alone),
-        (f"{viewers} viewers", watched),
-    ):
-        view = (
-            f"{percentile(window.viewer_delays, 0.5) * 1000:8.1f}ms"
-            f"{percentile(window.viewer_delays, 0.99) * 1000:8.1f}ms"
-            if window.viewer_delays
-            else f"{'-':>9} {'-':>9}"
+    return (
+        f"{measured.viewers:>7} {len(window.latencies):>6} {measured.rate:8.1f} "
+        f"{percentile(window.latencies, 0.5) * 1000:8.3f} {measured.p99 * 1000:8.3f} "
+        f"{measured.cpu:6.2f} {measured.web_cpu:7.2f} {view}"
+    )
+
+
+HEADER = (
+    f"{'viewers':>7} {'moves':>6} {'moves/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'CPU':>6} "
+    f"{'web CPU':>7} {'view p50/p99':>20}"
+)
+
+
+def bootstrap_ratio(
+    base: list[float], other: list[float], resamples: int, rng: random.Random
+) -> tuple[float, float]:
+    """95 % bootstrap interval of p99(other) / p99(base), each pooled sample resampled with
+    replacement (the p99 as the k-th largest, k = 1 % of the sample)."""
+    ratios = []
+    for _ in range(resamples):
+        one = rng.choices(base, k=len(base))
+        two = rng.choices(other, k=len(other))
+        ratios.append(
+            heapq.nlargest(len(two) // 100 + 1, two)[-1]
+            / heapq.nlargest(len(one) // 100 + 1, one)[-1]
         )
-        print(
-            f"{label:22} {window.moves / elapsed:8.1f} "
-            f"{percentile(window.latencies, 0.5) * 1000:8.3f} "
-            f"{percentile(window.latencies, 0.99) * 1000:8.3f} {cpu:6.2f} {web_cpu:7.2f} {view}"
+    ratios.sort()
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
+def summarise(measured: list[Measured], viewers: int, resamples: int) -> None:
+    """The comparison of the two configurations over all windows."""
+    alone = [m for m in measured if m.viewers == 0]
+    watched = [m for m in measured if m.viewers > 0]
+
+    def pooled(windows: list[Measured]) -> list[float]:
+        return [latency for m in windows for latency in m.window.latencies]
+
+    def rate(windows: list[Measured]) -> float:
+        return sum(m.window.moves for m in windows) / sum(m.elapsed for m in windows)
+
+    base, other = pooled(alone), pooled(watched)
+    low, high = bootstrap_ratio(base, other, resamples, random.Random(21))
+    median_alone = statistics.median(m.p99 for m in alone)
+    median_watched = statistics.median(m.p99 for m in watched)
+    # Each window with viewers against the mean of the windows without viewers around it.
+    pairs = [
+        (
+            watched[index].p99 / statistics.fmean(m.p99 for m in alone[index : index + 2]),
+            watched[index].rate / statistics.fmean(m.rate for m in alone[index : index + 2]),
         )
-    base_p99 = percentile(alone[0].latencies, 0.99)
-    watched_p99 = percentile(watched[0].latencies, 0.99)
-    base_rate = alone[0].moves / alone[1]
-    watched_rate = watched[0].moves / watched[1]
+        for index in range(len(watched))
+    ]
+    delays = [delay for m in watched for delay in m.window.viewer_delays]
     print(
-        f"p99 latency {100 * (watched_p99 / base_p99 - 1):+.1f} %, "
-        f"throughput {100 * (watched_rate / base_rate - 1):+.1f} % with {viewers} viewers "
-        f"({watched[0].snapshots} snapshots delivered in {watched[1]:.1f} s)"
+        f"{len(alone)} windows without and {len(watched)} with {viewers} viewers, in turn, "
+        f"{len(base)} and {len(other)} moves:"
+    )
+    print(
+        f"  p99 pooled: {percentile(base, 0.99) * 1000:.3f} -> "
+        f"{percentile(other, 0.99) * 1000:.3f} ms, "
+        f"{100 * (percentile(other, 0.99) / percentile(base, 0.99) - 1):+.1f} % "
+        f"(95 % bootstrap CI {100 * (low - 1):+.1f} .. {100 * (high - 1):+.1f} %)"
+    )
+    print(
+        f"  p99 median of the windows: {median_alone * 1000:.3f} -> "
+        f"{median_watched * 1000:.3f} ms, {100 * (median_watched / median_alone - 1):+.1f} %; "
+        f"each window with viewers against the windows around it: "
+        + ", ".join(f"{100 * (ratio - 1):+.1f}" for ratio, _ in pairs)
+        + " %"
+    )
+    print(
+        f"  p50 pooled: {percentile(base, 0.5) * 1000:.3f} -> "
+        f"{percentile(other, 0.5) * 1000:.3f} ms"
+    )
+    print(
+        f"  throughput: {rate(alone):.1f} -> {rate(watched):.1f} moves/s, "
+        f"{100 * (rate(watched) / rate(alone) - 1):+.1f} % (per window: "
+        + ", ".join(f"{100 * (ratio - 1):+.1f}" for _, ratio in pairs)
+        + " %)"
+    )
+    if delays:
+        print(
+            f"  viewers see a move after p50 {percentile(delays, 0.5) * 1000:.0f} ms, "
+            f"p99 {percentile(delays, 0.99) * 1000:.0f} ms "
+            f"({sum(m.window.snapshots for m in watched)} snapshots delivered)"
+        )
+    print(
+        f"  server CPU {statistics.fmean(m.cpu for m in alone):.3f} -> "
+        f"{statistics.fmean(m.cpu for m in watched):.3f}, web CPU "
+        f"{statistics.fmean(m.web_cpu for m in alone):.3f} -> "
+        f"{statistics.fmean(m.web_cpu for m in watched):.3f} (CPU seconds per second)"
     )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--viewers", type=int, default=100, help="WebSocket viewers")
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured window each")
+    parser.add_argument("--seconds", type=float, default=15.0, help="measured window each")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="windows with viewers, each between two without (default 4: 9 windows)",
+    )
+    parser.add_argument(
+        "--settle", type=float, default=2.0, help="seconds between windows (not measured)"
+    )
+    parser.add_argument(
+        "--resamples", type=int, default=400, help="bootstrap resamples of the p99 ratio"
+    )
     parser.add_argument("--games", type=int, default=10, help="games played at once")
     parser.add_argument(
-        "--think", type=float, default=0.05, help="seconds per move in the unwatched games"
+        "--think", type=float, default=0.03, help="seconds per move in the unwatched games"
     )
     parser.add_argument(
         "--watched-think",
@@ -355,7 +497,9 @@ def main() -> None:
         if arguments.web_cpu == "others" and others != set(os.sched_getaffinity(server.pid)):
             for child in children(server.pid):  # the web viewer's process
                 os.sched_setaffinity(child, others)
-        trio.run(
+        print(f"load average before: {load()}  ({os.cpu_count()} CPUs)")
+        print(HEADER)
+        measured = trio.run(
             run,
             server.port,
             server.web_port,
@@ -365,7 +509,11 @@ def main() -> None:
             arguments.think,
             arguments.games,
             arguments.watched_think,
+            max(1, arguments.rounds),
+            arguments.settle,
         )
+    summarise(measured, arguments.viewers, arguments.resamples)
+    print(f"load average after: {load()}")
 
 
 if __name__ == "__main__":

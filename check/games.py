@@ -21,6 +21,7 @@ from runner.processes import ProcessLauncher
 from runner.reaper import BotReaper, reaped
 from runner.timing import ServerGames, irregular_loss
 from server.config import load_settings
+from server.exits import find_exception
 
 GAME_LIMIT = 600.0  # a whole game at 2 s a move is 120 s; a hang ends long before
 
@@ -90,7 +91,11 @@ async def play_games(
             )
             try:
                 observation = await play_game(spec, launchers, admin, server, game_dir, GAME_LIMIT)
-            except MatchError as error:
+            except (MatchError, BaseExceptionGroup) as raised:
+                # play_game raises from inside its nursery: the error may come in a group.
+                error = find_exception(raised, MatchError)
+                if error is None:
+                    raise
                 record.error = str(error)
                 record.irregular = "CRASH" if "exited" in str(error) else "HANG"
                 record.reason = str(error)

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import importlib
 import multiprocessing
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
 
+from ladder import season, work
 from ladder.site.sessions import hash_password, password_problem, username_problem
 from ladder.site.uploads import DEFAULT_MAX_UPLOAD
 from ladder.store import LadderError, LadderStore
@@ -83,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"largest upload accepted ({DEFAULT_MAX_UPLOAD >> 20} MiB)",
     )
     serve.add_argument(
+        "--analysis-nodes",
+        type=int,
+        default=None,
+        help='search nodes per position of the viewer\'s "Analyse this game" (its default)',
+    )
+    serve.add_argument(
         "--trusted-proxy",
         action="append",
         default=[],
@@ -111,24 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
     admin.set_defaults(run=_admin)
 
     _plug_ins(commands)
-    for command in commands.choices.values():
-        _common(command)
+    for name, command in commands.choices.items():
+        if name != "admin":  # its actions have them (after the action's name)
+            _common(command)
     return parser
 
 
 def _plug_ins(commands: Any) -> None:
-    """The subcommands of the workers (ladder.work) and the seasons (ladder.season)."""
-    # Looked up by name while the two land next to this file (LADDER.md); each adds its own
-    # subparsers.
-    for module, function in (
-        ("ladder.work", "add_worker_command"),
-        ("ladder.season", "add_season_command"),
-    ):
-        try:
-            plug_in = getattr(importlib.import_module(module), function)
-        except (ModuleNotFoundError, AttributeError):
-            continue
-        plug_in(commands)
+    """The subcommands of the seasons (ladder.season) and the workers (ladder.work)."""
+    season.add_season_command(commands)
+    work.add_worker_command(commands)
 
 
 def _database(args: argparse.Namespace) -> str:
@@ -164,6 +163,7 @@ def _init(args: argparse.Namespace) -> int:
     data: Path = args.data
     for name in DATA_DIRECTORIES:
         (data / name).mkdir(parents=True, exist_ok=True)
+    work.private_directories(data)  # uploads, logs, cards: 0700 (a bot runs as another user)
     store = _open(args)
     try:
         if args.admin:
@@ -202,11 +202,40 @@ def _admin(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_workers_process(database: str, data: str, workers: int, docker: bool) -> None:
-    """The child process of `serve`: `ladder.work.run_workers` until terminated."""
-    run_workers = importlib.import_module("ladder.work").run_workers
+async def _until_stopped(main: Callable[[], Awaitable[None]], *, parent: int | None = None) -> None:
+    """Run `main` until SIGTERM or SIGINT (or, with `parent`, until that process is gone),
+    then cancel it, so its cleanup runs (a bot's process, a container, the store)."""
+    async with trio.open_nursery() as nursery:
+
+        async def stop_on_signal() -> None:
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                async for _ in signals:
+                    nursery.cancel_scope.cancel()
+                    return
+
+        async def stop_without_parent() -> None:
+            while os.getppid() == parent:
+                await trio.sleep(1.0)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(stop_on_signal)
+        if parent is not None:
+            nursery.start_soon(stop_without_parent)
+        await main()
+        nursery.cancel_scope.cancel()
+
+
+def run_workers_process(database: str, data: str, workers: int, docker: bool, parent: int) -> None:
+    """The child process of `serve`: `ladder.work.run_workers` until terminated (or until
+    `serve`'s process is gone: a killed site leaves no workers behind)."""
     factory: Callable[[], LadderStore] = partial(LadderStore.open, database)
-    trio.run(partial(run_workers, factory, Path(data), workers=workers, docker=docker))
+    trio.run(
+        partial(
+            _until_stopped,
+            partial(work.run_workers, factory, Path(data), workers=workers, docker=docker),
+            parent=parent,
+        )
+    )
 
 
 def start_workers(
@@ -216,7 +245,7 @@ def start_workers(
     context = multiprocessing.get_context("spawn")
     process = context.Process(
         target=run_workers_process,
-        args=(database, str(data), workers, docker),
+        args=(database, str(data), workers, docker, os.getpid()),
         name="ladder-workers",
     )
     process.start()
@@ -230,6 +259,7 @@ def _serve(args: argparse.Namespace) -> int:
     data: Path = args.data
     for name in DATA_DIRECTORIES:
         (data / name).mkdir(parents=True, exist_ok=True)
+    work.private_directories(data)  # uploads, logs, cards: 0700 (a bot runs as another user)
     database = _database(args)
     LadderStore.open(database).close()  # the schema exists before the workers start
     workers = None
@@ -240,6 +270,7 @@ def _serve(args: argparse.Namespace) -> int:
         data,
         max_upload=args.max_upload_mib << 20,
         docker=not args.no_docker,
+        analysis_nodes=args.analysis_nodes,
     )
     try:
 
@@ -254,7 +285,7 @@ def _serve(args: argparse.Namespace) -> int:
                 if workers is not None:
                     nursery.start_soon(_watch_workers, workers)
 
-        trio.run(run)
+        trio.run(_until_stopped, run)
     except KeyboardInterrupt:
         pass
     finally:

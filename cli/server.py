@@ -14,12 +14,19 @@ import trio
 
 from server.config import ConfigError, parse_settings
 from server.exits import ExitCode, find_exception
-from server.logs import configure_logging
+from server.logs import configure_logging, flush_logs
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """`piranhas-server`: load the settings, configure logging and serve until a signal;
     the process's exit status (`ExitCode`)."""
+    try:
+        return _main(argv)
+    finally:
+        flush_logs()  # the last lines: the daemon thread that flushes them dies with us
+
+
+def _main(argv: Sequence[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         settings, warnings = parse_settings(arguments, Path.cwd())

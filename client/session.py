@@ -136,13 +136,15 @@ class ClientSession:
         *,
         pause: bool = False,
         seed: int | None = None,
+        state: GameState | None = None,
         game_type: str = GAME_TYPE,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> Prepared:
         """Prepare a room (admin); returns its id and one reservation code per reserved slot.
-        `seed` asks for the start board `GameState.initial(seed)` (an extension of this
-        server; others ignore it, see docs/protocol.md)."""
-        await self.send(Prepare(game_type, pause, tuple(slots), seed))
+        `seed` asks for the start board `GameState.initial(seed)`, `state` for a start
+        position (extensions of this server, docs/server.md; a refused position raises as any
+        errorpacket does)."""
+        await self.send(Prepare(game_type, pause, tuple(slots), seed, state))
         return await self.expect(Prepared, timeout=timeout)
 
     async def observe(self, room_id: str, *, timeout: float = DEFAULT_TIMEOUT) -> Observed:

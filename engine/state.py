@@ -151,22 +151,29 @@ class GameState:
         if width == 0 or any(len(row) != width for row in rows):
             raise ValueError("the board must be a non-empty rectangle of fields")
         geo = geometry(width, height)
+        stride = geo.stride
         one = two = squid = ge2 = ge3 = 0
+        # Every observer decodes every memento through here (the runner, the league, the
+        # clients): one dict look-up per field, no enum properties (≈ 4× faster).
+        codes = _FIELD_CODES
         for y, row in enumerate(rows):
+            base = y * stride
             for x, cell in enumerate(row):
-                field = cell if isinstance(cell, FieldState) else _parse_field(cell)
-                bit = geo.bit(x, y)
-                if field is FieldState.SQUID:
-                    squid |= bit
-                elif field is not FieldState.EMPTY:
-                    if field.team is Team.ONE:
+                code = codes.get(cell)
+                if code is None:
+                    code = codes[_parse_field(cell)]  # type: ignore[arg-type]
+                if code:
+                    bit = 1 << (base + x)
+                    if code & _ONE_BIT:
                         one |= bit
-                    else:
+                    elif code & _TWO_BIT:
                         two |= bit
-                    if field.size >= 2:
+                    else:
+                        squid |= bit
+                    if code & _GE2_BIT:
                         ge2 |= bit
-                    if field.size == 3:
-                        ge3 |= bit
+                        if code & _GE3_BIT:
+                            ge3 |= bit
         return cls._make(geo, (one, two, squid, ge2, ge3), turn, first_union, last_move)
 
     # ---- plain data ----------------------------------------------------------------
@@ -619,6 +626,22 @@ class GameState:
             lines.append(f"{y:>2} {cells}")
         lines.append("   " + " ".join(f"{x:>2}" for x in range(self.width)))
         return "\n".join(lines)
+
+
+_ONE_BIT, _TWO_BIT, _SQUID_BIT, _GE2_BIT, _GE3_BIT = 1, 2, 4, 8, 16
+
+
+def _field_code(field: FieldState) -> int:
+    """`from_rows`' bits of a field: its team (or squid), size ≥ 2, size 3; 0 when empty."""
+    if field is FieldState.EMPTY:
+        return 0
+    if field is FieldState.SQUID:
+        return _SQUID_BIT
+    code = _ONE_BIT if field.team is Team.ONE else _TWO_BIT
+    return code | (_GE2_BIT if field.size >= 2 else 0) | (_GE3_BIT if field.size == 3 else 0)
+
+
+_FIELD_CODES: dict[object, int] = {field: _field_code(field) for field in FieldState}
 
 
 def _parse_field(name: str) -> FieldState:

@@ -22,12 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-import trio
-
 from analysis import Settings
 from fleet import preflight
 from fleet.analyses import Analyses, AnalysisProgress, AnalysisStatus, JobKey, record_name
-from fleet.match import FleetStore, MatchEnd, play_match
+from fleet.match import FleetStore, MatchEnd, TableHost
 from fleet.queue import (
     HEARTBEAT_TIMEOUT_MS,
     analysis_keys_in_redis,
@@ -244,14 +242,16 @@ def play_local(
     server's log goes to `log_dir`/server.log."""
     matches = initialize(config, database)
     db = FleetStore(database)
+    host = TableHost(config, worker, log_dir)  # one table for all, as a worker has
     ends = {}
     try:
         for match in matches:
             run = db.call_sync(db.runs.start, match.id, worker)
             if run is None:
                 continue
-            ends[match.id] = trio.run(play_match, config, match, run, db, log_dir)
+            ends[match.id] = host.play_match(match, run, db)
     finally:
+        host.close()
         db.close()
     return ends
 

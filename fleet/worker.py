@@ -3,7 +3,8 @@ analyses one game at a time when the queue holds analysis jobs (`fleet.analyses`
 
 One Dramatiq `Worker` with one thread in this process (no forked children: the process that
 plays is the process a supervisor watches and a signal reaches). Each message is a match id;
-the match is played by `fleet.match.play_match` under `trio.run` in the worker thread.
+the match is played by `fleet.match.play_match` on the worker's one table
+(`fleet.match.TableHost`: opened at the first match, kept for the next ones).
 
 Health is true: before it says `ready` the worker has reached Redis (PING with its password)
 and the store, and checked that its league file is the league in the store (the fingerprint,
@@ -27,18 +28,18 @@ import signal
 import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
-import trio
 
 from analysis import AnalysisError
 from analysis.annotate import AnnotationError
 from analysis.sources import SourceError
 from fleet import preflight
 from fleet.analyses import Analyses, JobKey, analyse_record, record_name
-from fleet.match import FleetStore, MatchEnd, play_match
+from fleet.match import FleetStore, MatchEnd, TableHost
 from fleet.queue import (
     MAX_RETRIES,
     ShutdownFlag,
@@ -142,8 +143,12 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
     _stderr_for_warnings()
     shutdown = ShutdownFlag()
     broker = make_broker(setup.redis_url, shutdown=shutdown)
+    # One table for every match of this worker (opened at the first): a match after the
+    # first starts without a server start, launchers or image checks.
+    host = TableHost(setup.config, setup.name, setup.log_dir)
 
     def play(match_id: int) -> None:
+        began = time.perf_counter()
         match = setup.matches.get(match_id)
         if match is None:
             log.error("unknown match id, dropped", match=match_id)
@@ -154,16 +159,13 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
             return
         say(f"match {match_id}: attempt {run.attempt}, {len(run.claims)} games to play")
         try:
-            end = trio.run(
-                lambda: play_match(
-                    setup.config,
-                    match,
-                    run,
-                    db,
-                    setup.log_dir,
-                    stopping=shutdown.event,
-                    poll_interval=setup.poll_interval,
-                )
+            end = host.play_match(
+                match,
+                run,
+                db,
+                stopping=shutdown.event,
+                poll_interval=setup.poll_interval,
+                since=began,
             )
         except Exception as error:
             # A match that could not be played (a bot that does not start, a server that
@@ -178,7 +180,12 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
                 say(f"match {match_id}: failed, to be retried: {cause}")
                 db.call_sync(db.runs.requeue, run)
             raise
-        say(f"match {match_id}: attempt {run.attempt} ended: {end.value}")
+        # The set-up: from the message to the first game (the run started in the store, the
+        # table opened at the first match only).
+        setup_ms = host.setup_ms[-1] if host.setup_ms else float("nan")
+        say(
+            f"match {match_id}: attempt {run.attempt} ended: {end.value} (set-up {setup_ms:.1f} ms)"
+        )
         if end is MatchEnd.STOPPING:
             # Given back in the store; a new message puts it at the front of the queue again
             # before this one is acknowledged (at worst a duplicate delivery, fenced by the
@@ -250,6 +257,7 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         say(f"worker {setup.name} stopping")
         worker.stop(timeout=SHUTDOWN_TIMEOUT_MS)
     finally:
+        host.close()
         db.close()
         broker.close()
         log_file.close()

@@ -36,18 +36,14 @@ from typing import Any
 from check.card import Item
 from check.upload import BadInput, Unrunnable, check_zip, from_folder
 from ladder.store import LadderError, LadderStore, Version
+from ladder.work import upload_path
 from league.config import load_league
 
-__all__ = ["add_season_command", "freeze", "season_path", "upload_path"]
+__all__ = ["add_season_command", "freeze", "season_path"]
 
 # How start.sh is run in the current directory of a `command` team (docker=False): in its
 # folder, with the contest arguments the league appends.
 _RUN_IN_FOLDER = 'cd "$1" && shift && exec ./start.sh "$@"'
-
-
-def upload_path(data_dir: Path, version: Version) -> Path:
-    """Where the site keeps a version's upload: DIR/uploads/<team>/<version>.zip."""
-    return data_dir / "uploads" / str(version.team_id) / f"{version.id}.zip"
 
 
 def _toml(value: str) -> str:
@@ -153,7 +149,7 @@ def freeze(
         for version in active:
             team = store.team(version.team_id)
             assert team is not None
-            upload = upload_path(data, version)
+            upload = upload_path(data, version.team_id, version.id)
             if not upload.is_file():
                 raise LadderError(f"version {version.id} of {team.name}: {upload} is missing")
             bot = f"t{team.id}-v{version.id}"
@@ -209,6 +205,11 @@ def add_season_command(commands: Any) -> None:
         action="store_true",
         help="teams as local processes, not containers (trusted bots only)",
     )
+    season.add_argument(
+        "--recompute",
+        action="store_true",
+        help="ratings: fit every version again from all recorded games first",
+    )
     season.set_defaults(run=_season_command)
 
 
@@ -218,6 +219,9 @@ def _season_command(args: argparse.Namespace) -> int:
     store = LadderStore.open(database)
     try:
         if args.action == "ratings":
+            if args.recompute:
+                store.recompute_ratings()
+                store.audit("cli", "ratings.recompute", "every rating fitted again")
             for row in store.standings():
                 print(
                     f"{row.rank}\t{row.team_name}\tversion {row.version_id}\t"

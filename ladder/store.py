@@ -337,6 +337,14 @@ class LadderStore:
                     "WHERE NOT EXISTS (SELECT 1 FROM ladder_ids WHERE id_kind = ?)",
                     (kind, kind),
                 )
+            found = tx.query(
+                "SELECT meta_value FROM ladder_meta WHERE meta_key = ?", ("schema_version",)
+            )[0][0]
+            if str(found) != str(schema.SCHEMA_VERSION):
+                raise StoreError(
+                    f"this ladder store has schema version {found}; this piranhas-ladder "
+                    f"reads version {schema.SCHEMA_VERSION}"
+                )
 
     @classmethod
     def open(cls, database: str, **kwargs: Any) -> LadderStore:
@@ -786,7 +794,8 @@ class LadderStore:
             self._end_attempt(tx, "check", version_id, attempt, "finished", now)
 
     def activate(self, team_id: int, version_id: int) -> None:
-        """Make a passed version of the team its one active version; ValueError otherwise."""
+        """Make a passed version of the team its one active version (the previous one's
+        ranked matches not yet started are cancelled); ValueError otherwise."""
         with self.backend.transaction() as tx:
             team = self._lock_team(tx, team_id)
             rows = tx.query(
@@ -800,6 +809,16 @@ class LadderStore:
                     f"version {version_id} is {rows[0][0]}: only a version that passed its "
                     "check can be activated"
                 )
+            # The ladder plays active versions: ranked matches of the one stepping down that
+            # nobody started yet are cancelled (running ones finish and count; challenges stay).
+            tx.execute(
+                "UPDATE ladder_matches SET status = 'cancelled', finished = ? "
+                "WHERE status = 'pending' AND ranked = 1 AND (version_a IN (SELECT version_id "
+                "FROM versions WHERE team_id = ? AND active = 1 AND version_id <> ?) OR "
+                "version_b IN (SELECT version_id FROM versions WHERE team_id = ? AND active = 1 "
+                "AND version_id <> ?))",
+                (self._now(), team_id, version_id, team_id, version_id),
+            )
             tx.execute("UPDATE versions SET active = 0 WHERE team_id = ?", (team_id,))
             tx.execute("UPDATE versions SET active = 1 WHERE version_id = ?", (version_id,))
 
@@ -998,9 +1017,14 @@ class LadderStore:
             raise ValueError(
                 f"match {claim.match_id} has games 1..{claim.games}: got numbers {numbers}"
             )
+        first = {row.number: row.first_version for row in results}
         for row in results:
             if row.first_version not in (claim.version_a, claim.version_b):
                 raise ValueError(f"game {row.number}: first_version is not one of the match's")
+            if row.number % 2 == 0 and first[row.number - 1] == row.first_version:
+                raise ValueError(
+                    f"games {row.number - 1} and {row.number} are a pair: the sides swap"
+                )
             for points in (row.points_a, row.points_b):
                 if not isinstance(points, int) or isinstance(points, bool) or not 0 <= points <= 2:
                     raise ValueError(f"game {row.number}: Siegpunkte are 0, 1 or 2")
@@ -1011,23 +1035,34 @@ class LadderStore:
 
     @staticmethod
     def _stored_results(tx: Transaction, match_id: int) -> tuple[GameResultRow, ...]:
+        return LadderStore._results_of(tx, [match_id]).get(match_id, ())
+
+    @staticmethod
+    def _results_of(tx: Transaction, match_ids: list[int]) -> dict[int, tuple[GameResultRow, ...]]:
+        """The games of these matches (one query)."""
+        if not match_ids:
+            return {}
+        marks = ", ".join("?" for _ in match_ids)
         rows = tx.query(
-            "SELECT game_number, first_version, points_a, points_b, reason_a, reason_b, replay "
-            "FROM ladder_games WHERE match_id = ? ORDER BY game_number",
-            (match_id,),
+            "SELECT match_id, game_number, first_version, points_a, points_b, reason_a, "
+            f"reason_b, replay FROM ladder_games WHERE match_id IN ({marks}) "
+            "ORDER BY match_id, game_number",
+            match_ids,
         )
-        return tuple(
-            GameResultRow(
-                int(r[0]),
-                int(r[1]),
-                int(r[2]),
-                int(r[3]),
-                str(r[4]),
-                str(r[5]),
-                None if r[6] is None else str(r[6]),
+        found: dict[int, list[GameResultRow]] = {}
+        for r in rows:
+            found.setdefault(int(r[0]), []).append(
+                GameResultRow(
+                    int(r[1]),
+                    int(r[2]),
+                    int(r[3]),
+                    int(r[4]),
+                    str(r[5]),
+                    str(r[6]),
+                    None if r[7] is None else str(r[7]),
+                )
             )
-            for r in rows
-        )
+        return {match_id: tuple(games) for match_id, games in found.items()}
 
     def _finished_before(
         self, tx: Transaction, claim: MatchClaim, results: tuple[GameResultRow, ...]
@@ -1124,6 +1159,7 @@ class LadderStore:
             if score is not None:
                 games += 1.0
                 score_a += score
+        self._lock_ratings(tx)
         low, high = sorted((version_a, version_b))
         score_low = score_a if low == version_a else games - score_a
         if games and not tx.execute(
@@ -1145,6 +1181,47 @@ class LadderStore:
                 (version, match_id, now, value, deviation),
             )
 
+    @staticmethod
+    def _lock_ratings(tx: Transaction) -> None:
+        """One refit at a time (PostgreSQL: a row lock held to the commit): two matches
+        recorded at once would otherwise insert the same pair's row twice, or update the
+        ratings' rows in different orders (a deadlock); and each refit starts from the last."""
+        tx.execute(
+            "UPDATE ladder_meta SET meta_value = meta_value WHERE meta_key = ?",
+            ("schema_version",),
+        )
+
+    def recompute_ratings(self) -> int:
+        """Rebuild the fit's input from every recorded ranked game and fit from scratch (after
+        a change of the rating rules, or to check the running totals); how many versions are
+        rated. The history keeps what each match showed at its time."""
+        now = self._now()
+        with self.backend.transaction() as tx:
+            self._lock_ratings(tx)
+            rows = tx.query(
+                "SELECT m.version_a, m.version_b, g.points_a, g.points_b FROM ladder_games g "
+                "JOIN ladder_matches m ON m.match_id = g.match_id "
+                "WHERE m.ranked = 1 AND m.status = 'finished'"
+            )
+            pairs: dict[tuple[int, int], list[float]] = {}
+            for a, b, points_a, points_b in rows:
+                score = rating.game_score(int(points_a), int(points_b))
+                if score is None:
+                    continue
+                key, own = ((int(a), int(b)), score) if a < b else ((int(b), int(a)), 1 - score)
+                entry = pairs.setdefault(key, [0.0, 0.0])
+                entry[0] += 1.0
+                entry[1] += own
+            tx.execute("DELETE FROM rating_pairs")
+            tx.execute("DELETE FROM ratings")
+            for (low, high), (games, score_low) in sorted(pairs.items()):
+                tx.execute(
+                    "INSERT INTO rating_pairs (version_low, version_high, games, score_low) "
+                    "VALUES (?, ?, ?, ?)",
+                    (low, high, games, score_low),
+                )
+            return len(self._refit(tx, now))
+
     def _refit(self, tx: Transaction, now: int) -> dict[int, tuple[float, float]]:
         """Fit every version's rating again from `rating_pairs`, starting from the stored
         ratings (a few sweeps after one match), and store them."""
@@ -1163,7 +1240,7 @@ class LadderStore:
         for (low, high), (games, _) in pairs.items():
             counts[low] = counts.get(low, 0) + int(games)
             counts[high] = counts.get(high, 0) + int(games)
-        for version, (value, deviation) in fitted.items():
+        for version, (value, deviation) in sorted(fitted.items()):
             if version in current:
                 tx.execute(
                     "UPDATE ratings SET rating = ?, deviation = ?, games = ?, updated = ? "
@@ -1218,7 +1295,8 @@ class LadderStore:
                 "ORDER BY match_id DESC LIMIT ?",
                 (*params, max(0, int(limit))),
             )
-            return [_match(row, self._stored_results(tx, int(row[0]))) for row in rows]
+            games = self._results_of(tx, [int(row[0]) for row in rows])
+            return [_match(row, games.get(int(row[0]), ())) for row in rows]
 
     def match(self, match_id: int) -> LadderMatch | None:
         """The match with its games, or None."""

@@ -1,30 +1,39 @@
-"""The league store used from trio (`AsyncStore`): every call runs on one dedicated thread."""
+"""A store used from trio (`StoreThread`; the league's is `AsyncStore`): every call runs on one
+dedicated thread."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from typing import ParamSpec, TypeVar
+from typing import Generic, ParamSpec, Protocol, TypeVar
 
 import trio
 
 from league.store import LeagueStore
 
-__all__ = ["AsyncStore"]
+__all__ = ["AsyncStore", "StoreThread"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
-class AsyncStore:
-    """A `LeagueStore` used from trio: every call runs on one dedicated thread (an SQLite
-    connection belongs to its thread), so a commit's fsync never stalls the game server that
-    measures the bots' move times in this event loop."""
+class _Closable(Protocol):
+    def close(self) -> None: ...
 
-    def __init__(self, open_store: Callable[[], LeagueStore]) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="league-store")
-        self.store: LeagueStore = self._executor.submit(open_store).result()
+
+S = TypeVar("S", bound=_Closable)
+
+
+class StoreThread(Generic[S]):
+    """A synchronous store (with a `close()`) used from trio: every call runs on one dedicated
+    thread (an SQLite connection belongs to its thread), so a commit's fsync never stalls the
+    game server that measures the bots' move times in this event loop. The league's store is
+    `AsyncStore`; the ladder's (ladder.store) uses this directly."""
+
+    def __init__(self, open_store: Callable[[], S], *, name: str = "league-store") -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self.store: S = self._executor.submit(open_store).result()
 
     def attempt(self, operation: Callable[[], T]) -> T:
         """Run one store operation on the store's thread. A distributed worker's store
@@ -50,3 +59,7 @@ class AsyncStore:
         """Close the store on its thread and end the thread."""
         self._executor.submit(self.store.close).result()
         self._executor.shutdown()
+
+
+class AsyncStore(StoreThread[LeagueStore]):
+    """The league store (`LeagueStore`) used from trio, on its own thread."""

@@ -7,6 +7,7 @@ attributes read as the JVM default (null, false, 0), as XStream never runs const
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -226,6 +227,43 @@ def decode_move(data: Element, packet: str, reader: _Reader) -> Move:
     except KeyError:
         raise _fail(packet, f"unknown direction {name!r}") from None
     return Move(x, y, heading)
+
+
+# The commonest client packet in its usual layout, read without the XML parser
+# (`PacketReader.take_whole`): plain ASCII only, so the parser would read exactly what the
+# groups hold. Anything else (other spacing inside tags, quotes, entities, more attributes,
+# an unknown direction, a number the decimal shortcut of `java_int` does not cover) does not
+# match and takes the parser's way, with its errors.
+_S = rb"[ \t\n]*"  # no CR: libxml2 counts a lone CR as a line, take_whole counts LFs
+_ROOM_ID_CHARS = 200  # a room id is a UUID (36); longer ones take the parser's way
+_NUMBER_DIGITS = 9  # fewer than ten digits: `java_int`'s plain decimal case
+
+
+@functools.lru_cache(maxsize=8)
+def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
+    """The pattern for `limits` (None: no shortcut, a move would break a limit)."""
+    if limits.max_depth < 3:  # <room>, <data>, <from>
+        return None
+    room_chars = min(_ROOM_ID_CHARS, limits.max_attribute_bytes)
+    digits = min(_NUMBER_DIGITS, limits.max_attribute_bytes)
+    number = rb"0|[1-9][0-9]{0,%d}" % (digits - 1)
+    directions = b"|".join(direction.name.encode() for direction in Direction)
+    return re.compile(
+        _S
+        + rb'(?P<packet><room roomId="(?P<room>[A-Za-z0-9_.:-]{1,%d})">' % room_chars
+        + (_S + rb'<data class="move">' + _S)
+        + (rb'<from x="(?P<x>' + number + rb')" y="(?P<y>' + number + rb')"/>' + _S)
+        + (rb"<direction>(?P<direction>" + directions + rb")</direction>" + _S)
+        + (rb"</data>" + _S + rb"</room>)" + _S)
+    )
+
+
+def move_packet(match: re.Match[bytes]) -> MovePacket:
+    """The packet a match of `move_packet_pattern` holds."""
+    return MovePacket(
+        match["room"].decode("ascii"),
+        Move(int(match["x"]), int(match["y"]), Direction[match["direction"].decode("ascii")]),
+    )
 
 
 # --- client → server -------------------------------------------------------------------

@@ -88,6 +88,11 @@ _PACKET: Final = re.compile(rb"[^<]*+" + _element_pattern(_PACKET_LEVELS))
 # Only these bytes can complete or break an unfinished start tag: looking at it again only
 # when one arrives keeps a trickled tag linear.
 _TAG_PROGRESS: Final = re.compile(rb"[>\"'=]")
+# A declared encoding other than these may give ASCII bytes another meaning: no shortcut
+# (`PacketReader.take_whole`) in such a document.
+# `take_whole` hands the whitespace of this many skipped lines to the parser at once.
+_MAX_SKIPPED_LINES: Final = 4096
+_FOREIGN_ENCODING: Final = re.compile(rb"encoding\s*=\s*[\"'](?!(?i:utf-8|us-ascii)[\"'])")
 
 
 def _strip_namespaces(packet: etree._Element) -> None:
@@ -212,6 +217,29 @@ class _Framing:
             error = RemoteProtocolError(f"packet exceeds {self._max} bytes")
             return max(0, self._packet_start + self._max - chunk_start), error
         return len(chunk), error
+
+    @property
+    def idle(self) -> bool:
+        """Between two packets inside the root, nothing unfinished: the next bytes start
+        afresh."""
+        return (
+            not self._buffer
+            and self._depth == 1
+            and not self._tag_open
+            and self._wait is None
+            and not self._ended
+        )
+
+    def skip_packet(self, packet_end: int, size: int) -> bool:
+        """Account for `size` bytes holding one whole packet that ends at `packet_end`
+        (followed by text only), seen by the caller instead of `feed`: False, and nothing
+        changed, if the packet or the text after it would exceed the limit."""
+        end = self._base + packet_end
+        if end - self._packet_start > self._max or size - packet_end > self._max:
+            return False
+        self._packet_start = end
+        self._base += size
+        return True
 
     def _scan(self) -> None:
         buffer = self._buffer
@@ -448,6 +476,12 @@ class PacketReader:
         self._document_ended = False
         self._eof = False
         self._error: RemoteProtocolError | None = None
+        self._ascii = False  # the document's bytes are ASCII-compatible (known after the prolog)
+        # What `take_whole` took, as libxml2 counts positions: newlines, then columns after
+        # the last. Their whitespace goes to the parser before its next bytes, so the line
+        # and column in its error messages are those of the whole stream.
+        self._skipped_lines = 0
+        self._skipped_columns = 0
 
     @property
     def document_ended(self) -> bool:
@@ -498,6 +532,45 @@ class PacketReader:
                 self._incoming.clear()
                 self._error = error
 
+    def take_whole(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
+        """A shortcut for the commonest packets: if the next queued chunk is exactly one
+        packet that `pattern` fullmatches, with only text after it (the pattern's group
+        "packet" ends where the packet does), take the chunk and return the match; libxml2
+        never sees it. Otherwise (None) nothing changed: `next_packet` reads it as usual.
+
+        Only for a pattern that matches nothing but plain ASCII elements no limit can refuse
+        (no entities, namespaces or comments, nesting within the limit): the packet must
+        read exactly as the parser would read it. Taken only where nothing is unfinished,
+        in the parser or the framing, so the order of packets and the byte limit hold."""
+        if (
+            self._packets
+            or self._error is not None
+            or not self._incoming
+            or self._parser is None
+            or self._depth != 1
+            or not self._ascii
+            or not self._framing.idle
+        ):
+            return None
+        chunk = self._incoming[0]
+        if type(chunk) is not bytes or len(chunk) > self._slice:
+            return None
+        match = pattern.fullmatch(chunk)
+        if match is None or not self._framing.skip_packet(match.end("packet"), len(chunk)):
+            return None
+        self._incoming.popleft()
+        lines = chunk.count(b"\n")
+        if lines:
+            self._skipped_lines += lines
+            self._skipped_columns = len(chunk) - chunk.rfind(b"\n") - 1
+            if self._skipped_lines > _MAX_SKIPPED_LINES:
+                self._feed(b"")  # bounded: the whitespace stays small, and is dropped
+                if self._root is not None:
+                    self._root.text = None
+        else:
+            self._skipped_columns += len(chunk)
+        return match
+
     def _consume(self, chunk: bytes) -> None:
         root_at = 0  # where the root start tag begins in chunk
         prolog = self._prolog
@@ -510,6 +583,7 @@ class PacketReader:
                 return
             chunk = bytes(prolog.buffer)
             root_at = prolog.root_at
+            self._ascii = _FOREIGN_ENCODING.search(chunk, 0, root_at) is None
             self._prolog = None
             self._root_at = root_at
             self._unparsed = bytearray()
@@ -545,6 +619,10 @@ class PacketReader:
 
     def _feed(self, chunk: bytes, *, force: bool = False) -> None:
         parser = self._parser
+        if self._skipped_lines or self._skipped_columns:
+            # `take_whole` only runs with a parser: the shortcut's bytes, as whitespace.
+            chunk = b"\n" * self._skipped_lines + b" " * self._skipped_columns + chunk
+            self._skipped_lines = self._skipped_columns = 0
         if parser is None:
             # libxml2's parser costs about 8 KiB: a connection that said only <protocol>
             # (idle, or a bot not joined yet) does not get one until it sends more.

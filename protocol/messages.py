@@ -106,6 +106,14 @@ class MoveRequest(_Message):
     def node(self) -> Node:
         return _room(self.room_id, ("data", (("class", "moveRequest"),), None))
 
+    def to_xml(self, indent: int = 0) -> str:
+        # One per move: by string building, as the generic rendering of node() would.
+        pad = INDENT * indent
+        return (
+            f'{pad}<room roomId="{escape_attr(self.room_id)}">\n'
+            f'{pad}{INDENT}<data class="moveRequest"/>\n{pad}</room>'
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Paused(_Message):
@@ -332,30 +340,32 @@ def board_xml(rows: list[list[FieldState]], depth: int) -> str:
 
 
 # The same state goes to both players, the observers and the replay: remember the last
-# few renderings. GameState is immutable with value semantics; the rendered attributes are
-# part of the key too, so the cache stays right even if state equality ever ignores them.
-# The trio thread and the replay-writer threads share it: the lock keeps "evict the oldest"
-# atomic (two threads evicting the same key used to raise KeyError). Rendering happens
-# outside the lock.
-_STATE_CACHE: dict[tuple[object, ...], str] = {}
+# few renderings. Keyed by identity (hashing a GameState and its last move by value took a
+# tenth of a memento's rendering): the entry holds the state, so its id is not reused while
+# the entry lives. The trio thread and the replay-writer threads share it: the lock keeps
+# "evict the oldest" atomic (two threads evicting the same key used to raise KeyError).
+# Rendering happens outside the lock.
+_STATE_CACHE: dict[tuple[int, int], tuple[GameState, str]] = {}
 _STATE_CACHE_SIZE = 32
 _STATE_CACHE_LOCK = threading.Lock()
 
 
-def state_xml(state: GameState, depth: int) -> str:
-    """`<state class="state" …>` at `depth` (first line unindented), as in a memento."""
-    key = (state, state.turn, state.first_union, state.last_move, depth)
-    xml = _STATE_CACHE.get(key)
-    if xml is None:
-        xml = _render_state(state, depth)
-        with _STATE_CACHE_LOCK:
-            while len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
-                del _STATE_CACHE[next(iter(_STATE_CACHE))]
-            _STATE_CACHE[key] = xml
+def state_xml(state: GameState, depth: int, room_id: str | None = None) -> str:
+    """`<state class="state" …>` at `depth` (first line unindented), as in a memento
+    (`room_id`: of the room it is sent in, whose last board is then mostly reused)."""
+    key = (id(state), depth)
+    entry = _STATE_CACHE.get(key)
+    if entry is not None and entry[0] is state:
+        return entry[1]
+    xml = _render_state(state, depth, room_id)
+    with _STATE_CACHE_LOCK:
+        while len(_STATE_CACHE) >= _STATE_CACHE_SIZE:
+            del _STATE_CACHE[next(iter(_STATE_CACHE))]
+        _STATE_CACHE[key] = (state, xml)
     return xml
 
 
-def _render_state(state: GameState, depth: int) -> str:
+def _render_state(state: GameState, depth: int, room_id: str | None = None) -> str:
     inner = "\n" + INDENT * (depth + 1)
     head = f'<state class="state" startTeam="ONE" turn="{state.turn}"'
     if state.first_union is not None:
@@ -369,37 +379,103 @@ def _render_state(state: GameState, depth: int) -> str:
             f"{deeper}<direction>{move.direction.name}</direction>{inner}</lastMove>"
         )
     parts.append(inner)
-    parts.append(_state_board_xml(state, depth + 1))
+    parts.append(_state_board_xml(state, depth + 1, room_id))
     parts.append(f"\n{INDENT * depth}</state>")
     return "".join(parts)
 
 
-# Rendered rows by (depth, width, GameState.row_keys() entry): a move changes at most two rows of
-# ten, so a memento is mostly rows rendered before. Cleared when full (new boards).
-_ROW_CACHE: dict[tuple[int, int, tuple[int, int, int, int, int]], str] = {}
+# Rendered rows by (depth, width, the row's bits of each bitboard): a move changes at most
+# two rows of ten, so a memento is mostly rows rendered before. Cleared when full.
+_ROW_CACHE: dict[tuple[int, int, tuple[int, ...]], str] = {}
 _ROW_CACHE_SIZE = 4096
 
 
-def _state_board_xml(state: GameState, depth: int) -> str:
-    """board_xml(state.rows(), depth), with the rows rendered before taken from the cache."""
-    keys = state.row_keys()
-    if not keys or state.width == 0:
+# The board last rendered for each room (room id, depth): its width, bitboards, rows and
+# each row's field lines. A move changes two fields, found from the bitboards' difference:
+# only those are looked up again. Cleared when full.
+_ROOM_BOARDS: dict[tuple[str, int], tuple[int, tuple[int, ...], list[str], list[list[str]]]] = {}
+_ROOM_BOARDS_SIZE = 2048
+
+
+def _state_board_xml(state: GameState, depth: int, room_id: str | None = None) -> str:
+    """board_xml(state.rows(), depth), with the rows rendered before taken from the caches
+    (`room_id`: from the board last rendered for that room, too)."""
+    width, height = state.width, state.height
+    if width == 0 or height == 0:
         return board_xml(state.rows(), depth)
-    cache = _ROW_CACHE
-    parts = ["<board>"]
-    fields, row_open, row_close, _, board_close = _board_pieces(depth)
+    pieces = _board_pieces(depth)
+    if room_id is None:
+        boards = state.bitboards()
+        rows = [_row_xml(state, y, boards, depth, pieces) for y in range(height)]
+        return "<board>" + "".join(rows) + pieces[4]
+    return "<board>" + "".join(_room_rows(state, depth, room_id, pieces)) + pieces[4]
+
+
+def _room_rows(
+    state: GameState,
+    depth: int,
+    room_id: str,
+    pieces: tuple[dict[str, str], str, str, str, str],
+) -> list[str]:
+    """The rows of `state`'s board, reusing the room's last board: the fields that differ
+    from it are looked up, the rest is copied."""
+    width, height = state.width, state.height
+    boards = state.bitboards()
+    fields, row_open, row_close, _, _ = pieces
+    stride = width + 1  # field (x, y) is bit y * (width + 1) + x
+    slot = (room_id, depth)
+    previous = _ROOM_BOARDS.get(slot)
+    if previous is not None and previous[0] == width and len(previous[2]) == height:
+        _, old_boards, old_rows, old_cells = previous
+        changed = 0
+        for new_bits, old_bits in zip(boards, old_boards, strict=True):
+            changed |= new_bits ^ old_bits
+        if changed >> (height * stride) == 0:  # (else bits off the board: render it all)
+            rows, cells = list(old_rows), list(old_cells)
+            field_mask = (1 << width) - 1
+            while changed:
+                y = ((changed & -changed).bit_length() - 1) // stride
+                shift = y * stride
+                line = list(cells[y])
+                row_bits = (changed >> shift) & field_mask
+                while row_bits:
+                    x = (row_bits & -row_bits).bit_length() - 1
+                    line[x] = fields[state.field(x, y)._name_]
+                    row_bits &= row_bits - 1
+                cells[y] = line
+                rows[y] = row_open + "".join(line) + row_close
+                changed &= ~(((1 << stride) - 1) << shift)
+            _ROOM_BOARDS[slot] = (width, boards, rows, cells)
+            return rows
+    cells = [[fields[cell._name_] for cell in row] for row in state.rows()]
+    rows = [row_open + "".join(line) + row_close for line in cells]
+    if previous is None and len(_ROOM_BOARDS) >= _ROOM_BOARDS_SIZE:
+        _ROOM_BOARDS.clear()  # (threads: a lost entry is only rendered again)
+    _ROOM_BOARDS[slot] = (width, boards, rows, cells)
+    return rows
+
+
+def _row_xml(
+    state: GameState,
+    y: int,
+    boards: tuple[int, ...],
+    depth: int,
+    pieces: tuple[dict[str, str], str, str, str, str],
+) -> str:
+    """Row `y` of the board, from the row cache (by the row's bits) or rendered now."""
     width = state.width
-    for y, key in enumerate(keys):
-        cached = cache.get((depth, width, key))
-        if cached is None:
-            cells = state.row(y)
-            cached = row_open + "".join([fields[cell._name_] for cell in cells]) + row_close
-            if len(cache) >= _ROW_CACHE_SIZE:
-                cache.clear()  # (threads: a lost entry is only rendered again)
-            cache[(depth, width, key)] = cached
-        parts.append(cached)
-    parts.append(board_close)
-    return "".join(parts)
+    shift = y * (width + 1)
+    mask = (1 << width) - 1
+    key = tuple([(bits >> shift) & mask for bits in boards])
+    depth_key = (depth, width, key)
+    cached = _ROW_CACHE.get(depth_key)
+    if cached is None:
+        fields, row_open, row_close, _, _ = pieces
+        cached = row_open + "".join([fields[cell._name_] for cell in state.row(y)]) + row_close
+        if len(_ROW_CACHE) >= _ROW_CACHE_SIZE:
+            _ROW_CACHE.clear()  # (threads: a lost entry is only rendered again)
+        _ROW_CACHE[depth_key] = cached
+    return cached
 
 
 def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
@@ -407,7 +483,7 @@ def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
     pad1 = pad + INDENT
     return (
         f'{pad}<room roomId="{escape_attr(room_id)}">\n{pad1}<data class="memento">\n{pad1}{INDENT}'
-        f"{state_xml(state, depth + 2)}\n{pad1}</data>\n{pad}</room>"
+        f"{state_xml(state, depth + 2, room_id)}\n{pad1}</data>\n{pad}</room>"
     )
 
 

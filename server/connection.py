@@ -302,8 +302,9 @@ class Connection:
             # time per move); its deadline is set only while waiting for bytes.
             with trio.CancelScope() as waiting:
                 while True:
-                    waiting.deadline = math.inf
-                    outcome = await self._handle_buffered()
+                    # _handle_buffered lifts the deadline before it waits for anything (setting
+                    # a deadline is costly: not twice per move when nothing waits).
+                    outcome = await self._handle_buffered(waiting)
                     if outcome is not None:
                         return outcome
                     waiting.deadline = self._deadline(
@@ -353,12 +354,14 @@ class Connection:
         self.send(CloseConnection())
         return DisconnectCause.TIMEOUT
 
-    async def _handle_buffered(self) -> DisconnectCause | None:
-        """Handle the packets buffered so far; a disconnect cause when the stream ends."""
+    async def _handle_buffered(self, waiting: trio.CancelScope) -> DisconnectCause | None:
+        """Handle the packets buffered so far; a disconnect cause when the stream ends. The
+        read deadlines of `waiting` do not run while this waits for its turn."""
         lobby = self._lobby
         handled = 0
         while True:
             if self._rationed and not lobby.is_busy(self):
+                waiting.deadline = math.inf
                 # One packet per turn of the token: rationed traffic never makes a game's
                 # packet wait for more than about one of its packets.
                 async with _anonymous_turn(lobby):
@@ -384,6 +387,7 @@ class Connection:
                     handled += 1
                     if handled >= PACKETS_PER_TURN:
                         handled = 0
+                        waiting.deadline = math.inf
                         await trio.lowlevel.checkpoint()
             if outcome is NEED_DATA:
                 return None

@@ -168,7 +168,6 @@ class PendingRequest:
     slot: Slot
     requested_at: float
     sent_at: float | None = None
-    timer: Timer | None = None
 
     def mark_sent(self, when: float) -> None:
         """The request left the server at `when`: the bot's clock starts then."""
@@ -212,6 +211,7 @@ class Room:
     status: RoomStatus = RoomStatus.CREATED
     pending: PendingRequest | None = None
     timer: Timer | None = None  # reservation expiry before the start, wall clock after it
+    move_timer: Timer | None = None  # hard timeouts (see _request_move)
     created: datetime = field(default_factory=lambda: datetime.now(UTC))
     started: datetime | None = None
     moves: list[tuple[int, int, str]] = field(default_factory=list)
@@ -347,25 +347,31 @@ class Room:
         self._request_move()
 
     def _request_move(self) -> None:
-        if self.pending is not None and self.pending.timer is not None:
-            self.pending.timer.cancel()
         slot = self.slots[self.state.current_team.value]
-        pending = PendingRequest(slot, trio.current_time())
+        now = trio.current_time()
+        pending = PendingRequest(slot, now)
         self.pending = pending
-        if slot.can_timeout:
-            pending.timer = self.table.timers.call_later(
-                self.table.settings.hard_timeout, lambda: self._hard_timeout(pending)
+        if slot.can_timeout and self.move_timer is None:
+            # One timer per room, not per request: a move leaves it armed, and when it fires
+            # it looks at the request pending then (a heap entry per move cost more).
+            self.move_timer = self.table.timers.call_at(
+                now + self.table.settings.hard_timeout, self._move_timer_fired
             )
         if slot.connected and slot.peer is not None:
             slot.peer.send(MoveRequest(self.id), pending.mark_sent)
 
-    def _hard_timeout(self, pending: PendingRequest) -> None:
-        if self.pending is not pending or self.status is not RoomStatus.ACTIVE:
-            return
+    def _move_timer_fired(self) -> None:
+        """The earliest hard-timeout deadline of the requests since the timer was armed: the
+        pending request's own may be later (re-armed), or has passed (HARD_TIMEOUT)."""
+        self.move_timer = None
+        pending = self.pending
+        if pending is None or self.status is not RoomStatus.ACTIVE or not pending.slot.can_timeout:
+            return  # the next request arms it again
         due = pending.started_at + self.table.settings.hard_timeout
         if due > trio.current_time():
-            # The request left the server later than it was queued: the bot gets its full time.
-            pending.timer = self.table.timers.call_at(due, lambda: self._hard_timeout(pending))
+            # A later request, or the request left the server later than it was queued: the
+            # bot gets its full time.
+            self.move_timer = self.table.timers.call_at(due, self._move_timer_fired)
             return
         self.pending = None
         log.info("hard timeout", room=self.id, team=pending.slot.team.name)
@@ -396,8 +402,6 @@ class Room:
             )
             return
         self.pending = None
-        if pending.timer is not None:
-            pending.timer.cancel()
         # A move that arrives before its request was seen leaving (the writer task had not
         # resumed yet) was answered at once: the request had just left.
         sent_at = pending.sent_at
@@ -477,8 +481,9 @@ class Room:
         if self.status is RoomStatus.OVER:
             return
         self.status = RoomStatus.OVER
-        if self.pending is not None and self.pending.timer is not None:
-            self.pending.timer.cancel()
+        if self.move_timer is not None:
+            self.move_timer.cancel()
+            self.move_timer = None
         self.pending = None
         if self.timer is not None:
             self.timer.cancel()

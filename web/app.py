@@ -584,6 +584,7 @@ class WebViewer:
         prepared = reply.prepared[0]
         mine, theirs = prepared.reservations if team_name == "ONE" else prepared.reservations[::-1]
         player = HumanPlayer(token, mine, session.token)
+        player.opponent = bot
         self.humans[token] = player
         assert self._nursery is not None
         self._nursery.start_soon(player.run, self.game_port)

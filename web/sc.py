@@ -91,6 +91,7 @@ class HumanPlayer:
         self.errors: list[str] = []
         self.ended = False
         self.change = Change()
+        self.opponent = ""  # the bot's name when the viewer started it (play from here)
         self._session: ClientSession | None = None
 
     async def run(self, port: int) -> None:
@@ -157,6 +158,7 @@ def player_json(player: HumanPlayer) -> str:
         {
             "room": player.room_id,
             "team": player.team.name if player.team is not None else None,
+            "opponent": player.opponent,
             "state": state_json(state, player.previous) if state is not None else None,
             "myTurn": player.my_turn,
             "legal": legal_targets(state) if state is not None and player.my_turn else {},

@@ -18,6 +18,10 @@ from starlette.responses import HTMLResponse
 from web.http import PAGE_HEADERS
 
 TITLE = "Piranhas ladder"
+NO_DOCKER = (
+    "This ladder runs bots as jailed processes (--no-docker), not in the contest's containers:"
+    " a card's test games and the ladder's games ran that way."
+)
 
 
 def esc(value: object) -> str:

@@ -24,6 +24,7 @@ import trio
 
 from check.card import Item, Status
 from check.upload import Unrunnable, check_zip
+from ladder.work import upload_path
 
 DEFAULT_MAX_UPLOAD = 64 * 1024 * 1024
 CHECKS = 1
@@ -41,11 +42,6 @@ class Received:
     path: Path
     size: int
     sha256: str
-
-
-def upload_path(data_dir: Path, team_id: int, version_id: int) -> Path:
-    """Where a version's ZIP lives: ids only."""
-    return data_dir / "uploads" / str(int(team_id)) / f"{int(version_id)}.zip"
 
 
 def _copy_and_check(source: BinaryIO, data_dir: Path, limit: int) -> Received:

@@ -214,6 +214,30 @@ async def test_seeded_prepare_starts_on_that_board() -> None:
             assert boards[0] == boards[1] != boards[2]
 
 
+async def test_prepare_from_a_position_starts_there_and_a_finished_one_is_refused() -> None:
+    state = GameState.initial(4)
+    for _ in range(13):
+        state = state.apply(state.legal_moves()[0])
+    with trio.fail_after(LIMIT):
+        async with (
+            running_server() as port,
+            open_session("127.0.0.1", port, password="pw") as admin,
+        ):
+            prepared = await admin.prepare(SLOTS, state=state)
+            await admin.observe(prepared.room_id)
+            async with (
+                open_session("127.0.0.1", port) as one,
+                open_session("127.0.0.1", port) as two,
+            ):
+                await one.join_prepared(prepared.reservations[0])
+                await two.join_prepared(prepared.reservations[1])
+                assert (await admin.expect(Memento)).state == state
+                await admin.cancel(prepared.room_id)
+            over = GameState.from_rows(state.rows(), 60)
+            with pytest.raises(ServerRefused, match="Invalid start state"):
+                await admin.prepare(SLOTS, state=over)
+
+
 async def test_closing_in_a_cancelled_scope_still_says_goodbye() -> None:
     received = trio.Event()
     data = bytearray()

@@ -9,17 +9,20 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
+import pytest
 import trio
 
-from fleet.coordinator import play_local
-from fleet.match import MatchEnd, worker_config
+from fleet.coordinator import initialize, play_local
+from fleet.match import FleetStore, MatchEnd, TableHost, worker_config
 from fleet.runs import RunStatus
 from fleet.stores import open_store
+from launching import MatchError
 from league.config import load_league, parse_league
 from league.records import read_record, verify
 from league.run import AsyncStore, container_label, default_mode, run_league
-from league.schedule import build_schedule
+from league.schedule import Match, build_schedule
 from league.store import LeagueStore, StoredGame
+from server.exits import find_exception
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_BOT = ROOT / "tests" / "bots" / "fast_bot.py"
@@ -124,3 +127,41 @@ def test_a_worker_records_what_the_one_machine_league_records(tmp_path: Path) ->
         fleet_store.close()
     assert len(fleet_games) == 6
     assert [_without_date(g) for g in fleet_games] == [_without_date(g) for g in local_games]
+
+
+def test_a_worker_keeps_its_table_across_matches_and_opens_a_fresh_one_after_a_failure(
+    tmp_path: Path,
+) -> None:
+    """TableHost: the second match of a worker plays on the first one's table; a match that
+    fails (a bot that cannot start) closes it, and the next match opens a new one."""
+    bot = f'["{sys.executable}", "{FAST_BOT}", "--seed", "1"]'
+    config = parse_league(
+        'name = "Keep"\ngames_per_match = 2\nseed = 1\n'
+        + "".join(f'[[teams]]\nid = "{team}"\ncommand = {bot}\n' for team in ("a", "b", "c"))
+        + '[[teams]]\nid = "gone"\ncommand = ["/nonexistent/bot"]\n',
+        base=tmp_path,
+    )
+    database = str(tmp_path / "keep.sqlite")
+    matches = initialize(config, database)
+    good = [m for m in matches if "gone" not in (m.home, m.away)]
+    bad = next(m for m in matches if "gone" in (m.home, m.away))
+    db = FleetStore(database)
+    host = TableHost(config, "w1", tmp_path / "logs")
+    try:
+
+        def play(match: Match) -> MatchEnd:
+            run = db.call_sync(db.runs.start, match.id, "w1")
+            assert run is not None
+            return host.play_match(match, run, db)
+
+        assert [play(match) for match in good[:2]] == [MatchEnd.DONE, MatchEnd.DONE]
+        assert host.opened == 1
+        with pytest.raises(BaseException) as failed:
+            play(bad)
+        assert "nonexistent" in str(find_exception(failed.value, MatchError))
+        assert play(good[2]) is MatchEnd.DONE
+        assert host.opened == 2
+        assert len(db.call_sync(db.store.finished_games)) == 6
+    finally:
+        host.close()
+        db.close()

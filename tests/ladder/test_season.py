@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ladder.season import freeze, upload_path
+from ladder.season import freeze
 from ladder.store import LadderError, LadderStore
+from ladder.work import upload_path
 from league.config import BotKind, load_league
 from tests.helpers.ladder import FakeClock, teams_with_versions
 from tests.helpers.process import REPO, environment
@@ -23,7 +24,7 @@ FAST_BOT = REPO / "tests" / "bots" / "fast_bot.py"
 def write_upload(data: Path, store: LadderStore, version_id: int, files: dict[str, str]) -> None:
     version = store.version(version_id)
     assert version is not None
-    path = upload_path(data, version)
+    path = upload_path(data, version.team_id, version.id)
     path.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w") as archive:
         for name, text in files.items():
@@ -171,7 +172,7 @@ def test_the_season_command_freezes_into_the_data_directory_and_prints_ratings(
     assert f"piranhas-league run {league}" in capsys.readouterr().out
     config = load_league(league)
     assert (config.name, config.games_per_match, len(config.teams)) == ("Herbst 2026", 2, 2)
-    assert main(["season", "ratings", "--data", str(data)]) == 0
+    assert main(["season", "ratings", "--data", str(data), "--recompute"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("\t")[:2] for line in lines] == [["1", "T1"], ["2", "T2"]]
     assert "1500 ± 246\t0 games" in lines[0]

@@ -265,10 +265,18 @@ async def test_admin_page(tmp_path: Path) -> None:
         assert suspended.status == 303
         team_now = site.store.team(team.id)
         assert team_now is not None and team_now.suspended
+        # The season: the active versions (the suspended team's is off the ladder).
+        for name in ("Pikes", "Breams"):
+            other = site.store.create_team(name)
+            passed_version(site.store, tmp_path, other, active=True)
+        frozen = await admin.post("/admin/freeze", {"name": "Spring 2027"})
+        assert frozen.status == 200 and "piranhas-league run" in frozen.text, frozen.text
+        league = (tmp_path / "seasons" / "spring-2027.toml").read_text()
+        assert "Pikes" in league and "Breams" in league and "Sharks" not in league
         page = await admin.get("/admin")
-        assert 'id="audit"' in page.text and "suspend" in page.text
+        assert 'id="audit"' in page.text and "suspend" in page.text and "Spring 2027" in page.text
         # Nobody else sees or uses it.
-        member_team, _ = site.team_with_member("Pikes", "bob")
+        member_team, _ = site.team_with_member("Carps", "bob")
         bob = site.client()
         await sign_in(bob, "bob")
         assert (await bob.get("/admin")).status == 404
@@ -282,3 +290,26 @@ async def test_api_refuses_bad_authorization(tmp_path: Path, header: str) -> Non
     async with running_site(tmp_path) as site:
         answer = await site.client().get("/api/versions", {"Authorization": header})
         assert answer.status == 401
+
+
+async def test_challenge_from_the_team_page_and_its_rate_limit(tmp_path: Path) -> None:
+    async with running_site(tmp_path) as site:
+        site.site.store.challenges_per_window = 1
+        a, _ = site.team_with_member("Sharks", "ann")
+        b, _ = site.team_with_member("Pikes", "bob")
+        passed_version(site.store, tmp_path, a, active=True)
+        vb = passed_version(site.store, tmp_path, b, active=True)
+        client = site.client()
+        await sign_in(client, "ann")
+        page = await client.get(f"/team/{a}")
+        assert f'<option value="{vb}">Pikes' in page.text
+        odd = await client.post(f"/team/{a}/challenge", {"opponent": str(vb), "games": "3"})
+        assert odd.status == 400 and "even number" in odd.text
+        sent = await client.post(f"/team/{a}/challenge", {"opponent": str(vb), "games": "4"})
+        assert sent.status == 303
+        [match] = site.store.matches(team_id=a)
+        assert not match.ranked and match.games == 4 and match.challenge_id is not None
+        await client.get(f"/team/{a}")
+        again = await client.post(f"/team/{a}/challenge", {"opponent": str(vb), "games": "2"})
+        assert again.status == 400 and "not now" in again.text
+        assert len(site.store.matches(team_id=a)) == 1

@@ -7,6 +7,7 @@ Tests taking the `store` fixture run on SQLite, and on a real PostgreSQL server 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from ladder.store import (
     StaleAttemptError,
     token_hash,
 )
-from league.backends import Backend, SQLiteBackend
+from league.backends import Backend, SQLiteBackend, StoreError
 from tests.helpers.ladder import FakeClock, active_version, paired_results, teams_with_versions
 
 SHA = hashlib.sha256(b"bot").hexdigest()
@@ -144,11 +145,13 @@ def test_results_that_do_not_fit_the_match_are_refused(store: LadderStore) -> No
     good = paired_results(claim, a_wins=1)
     with pytest.raises(ValueError, match=r"games 1\.\.2"):
         store.record_match(claim, good[:1])
-    bad_points = [good[0], GameResultRow(2, va, 3, 0, "", "")]
+    bad_points = [good[0], GameResultRow(2, vb, 3, 0, "", "")]
     with pytest.raises(ValueError, match="Siegpunkte"):
         store.record_match(claim, bad_points)
     with pytest.raises(ValueError, match="first_version"):
         store.record_match(claim, [good[0], GameResultRow(2, 999, 2, 0, "", "")])
+    with pytest.raises(ValueError, match="sides swap"):
+        store.record_match(claim, [good[0], GameResultRow(2, va, 2, 0, "", "")])
     assert store.record_match(claim, good) is RecordStatus.RECORDED
 
 
@@ -382,3 +385,127 @@ def test_open_creates_the_schema_once_and_keeps_the_data(tmp_path: Path) -> None
         assert again.create_team("Welse") == team + 1
     finally:
         again.close()
+
+
+def test_concurrent_workers_claim_every_match_once_and_ids_never_collide(
+    open_backend: Callable[[], Backend], clock: FakeClock
+) -> None:
+    """Four workers, each with its own connection, racing (on PostgreSQL: READ COMMITTED,
+    the compare-and-set on the attempt decides; on SQLite: one writer at a time)."""
+    setup = LadderStore(open_backend(), clock=clock)
+    versions = [v for _, v in teams_with_versions(setup, 4)]
+    va = versions[0]
+    # Many pairs: concurrent refits update many rating rows (and insert new pairs' rows).
+    pairs = [(a, b) for a in versions for b in versions if a < b]
+    created = {setup.create_match(*pairs[n % 6]) for n in range(24)}
+    claimed: list[tuple[int, int]] = []
+    teams: list[int] = []
+    lock = threading.Lock()
+
+    def work(name: str) -> None:
+        store = LadderStore(open_backend(), clock=clock)
+        try:
+            for index in range(3):
+                team = store.create_team(f"{name}-{index}")
+                with lock:
+                    teams.append(team)
+            while (claim := store.claim_match(name)) is not None:
+                status = store.record_match(claim, paired_results(claim, a_wins=1))
+                assert status is RecordStatus.RECORDED
+                with lock:
+                    claimed.append((claim.match_id, claim.attempt))
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=work, args=(f"w{n}",)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(m for m, _ in claimed) == sorted(created)
+    assert all(attempt == 1 for _, attempt in claimed)
+    assert len(set(teams)) == len(teams) == 12
+    assert sum(len(setup.rating_history(v)) for v in versions) == 48
+    assert len(setup.rating_history(va)) == 12
+    setup.close()
+
+
+def test_a_record_that_never_committed_is_played_again_once(
+    open_backend: Callable[[], Backend], clock: FakeClock
+) -> None:
+    crash = {"on": True}
+
+    def before_commit(operation: str) -> None:
+        if operation == "record" and crash["on"]:
+            raise KeyboardInterrupt  # the worker killed between the writes and the commit
+
+    store = LadderStore(open_backend(), clock=clock, before_commit=before_commit)
+    (_, va), (_, vb) = teams_with_versions(store, 2)
+    match_id = store.create_match(va, vb)
+    claim = store.claim_match("w1", lease_seconds=60)
+    assert claim is not None
+    with pytest.raises(KeyboardInterrupt):
+        store.record_match(claim, paired_results(claim, a_wins=2))
+    crash["on"] = False
+    # Nothing of the match was kept: no games, no rating, still the dead attempt's.
+    match = store.match(match_id)
+    assert match is not None and (match.status, match.results) == ("running", ())
+    assert store.ratings() == {}
+    clock.now += 61
+    again = store.claim_match("w2", lease_seconds=60)
+    assert again is not None and again.attempt == 2
+    assert store.record_match(again, paired_results(again, a_wins=0)) is RecordStatus.RECORDED
+    assert len(store.rating_history(va)) == 1
+    store.close()
+
+
+def test_recomputing_the_ratings_gives_the_running_fit(store: LadderStore) -> None:
+    versions = [v for _, v in teams_with_versions(store, 4)]
+    for n, (a, b) in enumerate([(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (1, 3)] * 2):
+        store.create_match(versions[a], versions[b])
+        claim = store.claim_match("w")
+        assert claim is not None
+        store.record_match(claim, paired_results(claim, a_wins=n % 3))
+    store.create_match(versions[0], versions[1], ranked=False)  # unranked: not counted
+    claim = store.claim_match("w")
+    assert claim is not None
+    store.record_match(claim, paired_results(claim, a_wins=2))
+    running = store.ratings()
+    history = store.rating_history(versions[0])
+    with store.backend.transaction() as tx:
+        tx.execute("UPDATE rating_pairs SET games = games + 50")  # running totals gone wrong
+    assert store.recompute_ratings() == 4
+    again = store.ratings()
+    for version, (value, deviation) in running.items():
+        assert again[version][0] == pytest.approx(value, abs=0.01)
+        assert again[version][1] == pytest.approx(deviation, abs=0.01)
+    assert store.rating_history(versions[0]) == history
+
+
+def test_a_new_active_version_takes_over_the_queue(store: LadderStore) -> None:
+    (team, va), (other, vb) = teams_with_versions(store, 2)
+    running = store.create_match(va, vb)
+    claim = store.claim_match("w")
+    assert claim is not None and claim.match_id == running
+    queued = store.create_match(vb, va)
+    challenge = store.create_challenge(other, va, 2)
+    second = active_version(store, team, "second")
+    match = store.match(queued)
+    assert match is not None and match.status == "cancelled"
+    # The running match finishes and counts; the challenge against the old version stays.
+    assert store.record_match(claim, paired_results(claim, a_wins=2)) is RecordStatus.RECORDED
+    assert [m.challenge_id for m in store.matches() if m.status == "pending"] == [challenge]
+    assert store.open_pairs() == []
+    # The new version starts from the prior (1500); the old one's win was over vb.
+    assert [s.version_id for s in store.standings()] == [second, vb]
+
+
+def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ladder.sqlite"
+    LadderStore.open(str(path)).close()
+    backend = SQLiteBackend(path)
+    with backend.transaction() as tx:
+        tx.execute("UPDATE ladder_meta SET meta_value = '99' WHERE meta_key = 'schema_version'")
+    backend.close()
+    with pytest.raises(StoreError, match="schema version 99"):
+        LadderStore.open(str(path))

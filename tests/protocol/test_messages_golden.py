@@ -9,7 +9,7 @@ import pytest
 
 from engine import Direction, FieldState, GameResult, GameState, Move, PlayerEntry, Team
 from protocol import LocalProtocolError, ServerConnection
-from protocol._xml import escape_attr, escape_text
+from protocol._xml import escape_attr, escape_text, render_standalone
 from protocol.events import (
     Authenticate,
     CancelRequest,
@@ -103,6 +103,15 @@ def test_move_request_matches_room_packet_test() -> None:
     assert MoveRequest("12345").to_xml() == (
         '<room roomId="12345">\n  <data class="moveRequest"/>\n</room>'
     )
+
+
+@pytest.mark.parametrize("room_id", ["12345", "", 'a"b<c>&d', "ümläut\t\n", "\x7f\U0001f41f"])
+@pytest.mark.parametrize("indent", [0, 1, 3])
+def test_move_request_by_string_building_is_the_generic_rendering(
+    room_id: str, indent: int
+) -> None:
+    message = MoveRequest(room_id)
+    assert message.to_xml(indent) == render_standalone(message.node(), indent)
 
 
 def test_paused_matches_room_packet_test() -> None:

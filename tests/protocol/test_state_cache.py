@@ -87,3 +87,41 @@ def test_a_row_is_the_row_of_the_board() -> None:
         state = state.apply(state.legal_moves()[-1])
     with pytest.raises(IndexError):
         state.row(state.height)
+
+
+def test_boards_rendered_from_the_room_cache_match_the_plain_rendering(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Several games at once, their mementos interleaved, room ids reused by unrelated games
+    # (another board, a narrower one), and the caches cleared often: every board equals
+    # board_xml(rows), the one that reuses the room's last board included.
+    monkeypatch.setattr(messages, "_ROOM_BOARDS_SIZE", 8)
+    monkeypatch.setattr(messages, "_ROOM_BOARDS", {})
+    monkeypatch.setattr(messages, "_ROW_CACHE_SIZE", 64)
+    monkeypatch.setattr(messages, "_ROW_CACHE", {})
+    games = {f"room-{seed % 4}": GameState.initial(seed) for seed in range(4)}
+    checked = reused = 0
+    for step in range(400):
+        room = f"room-{step % 4}"
+        state = games[room]
+        for depth in (3, 4):
+            reused += (room, depth) in messages._ROOM_BOARDS
+            plain = messages.board_xml(state.rows(), depth)
+            assert messages._state_board_xml(state, depth, room) == plain
+            checked += 1
+        if step % 97 == 0:  # a ninth (room, depth): the cache is cleared
+            messages._state_board_xml(state, 5, "room-extra")
+        moves = state.legal_moves()
+        if state.is_over or step % 37 == 0:
+            games[room] = GameState.initial(step)  # a new game in the same room
+        elif step % 53 == 0:
+            games[room] = GameState.from_rows(state.rows()[0:3])  # another height
+        elif step % 41 == 0:
+            games[room] = GameState.from_rows([row[:-1] for row in state.rows()])  # width
+        else:
+            games[room] = state.apply(moves[step % len(moves)])
+    assert checked == 800 and reused > 100, reused
+    memento = messages.Memento("room-0", games["room-0"])
+    assert memento.to_xml(1) == messages.Memento("other", games["room-0"]).to_xml(1).replace(
+        'roomId="other"', 'roomId="room-0"'
+    )

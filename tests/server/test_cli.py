@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -16,7 +18,7 @@ import structlog
 import trio
 
 from cli.server import main
-from server.logs import configure_logging
+from server.logs import FLUSH_SECONDS, configure_logging, flush_logs
 from tests.helpers.logs import restored_logging
 
 
@@ -110,6 +112,35 @@ def test_plain_console_lines_quote_only_ambiguous_values_and_show_tracebacks() -
     assert "[error    ] failed" in second and second.endswith("peer=p#1")
     assert traceback[0] == "Traceback (most recent call last):"
     assert traceback[-1] == "RuntimeError: kaputt"
+
+
+def test_stderr_lines_are_buffered_in_order_and_flushed_soon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server's stderr, no terminal: info lines wait a moment (no write per move), a
+    warning or a standard-library record goes out at once, after the lines waiting."""
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    configure_logging("console", "info", cache=False)
+    log = structlog.get_logger("t")
+    log.info("first")
+    log.info("second")
+    assert stderr.getvalue() == ""  # waiting
+    logging.getLogger("library").warning("third")
+    log.info("fourth")
+    log.warning("fifth")
+    log.info("sixth")
+    lines = stderr.getvalue().splitlines()
+    assert [line.split("] ")[1].split()[0] for line in lines[:2]] == ["first", "second"]
+    assert lines[2].endswith("library: third")
+    assert [line.split("] ")[1].split()[0] for line in lines[3:]] == ["fourth", "fifth"]
+    deadline = time.monotonic() + 5
+    while "sixth" not in stderr.getvalue():
+        assert time.monotonic() < deadline, "an info line was never flushed"
+        time.sleep(FLUSH_SECONDS / 4)
+    log.info("seventh")
+    flush_logs()
+    assert stderr.getvalue().splitlines()[-1].split("] ")[1].startswith("seventh")
 
 
 def test_json_logs_render_exceptions() -> None:

@@ -101,6 +101,31 @@ async def test_hard_timeout_ends_the_game(
     assert "Couldn't find a room" in one.messages[-1].message  # type: ignore[union-attr]
 
 
+async def test_the_hard_timeout_counts_from_each_request_after_many_quick_moves(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
+    """One timer per room stays armed across moves: after moves for longer than the hard
+    timeout, the bot that stops still gets its full time from its own request, no more."""
+    harness, one, two, room_id = await start_game(make_harness, hard_timeout=1)
+    start = trio.current_time()
+    while trio.current_time() - start < 3.3:  # three timer periods of quick moves
+        for player in (one, two):
+            await trio.sleep(0.15)
+            state = player.last_state()
+            if state.is_over:
+                break
+            harness.move(player, room_id, state.legal_moves()[0])
+    assert not two.of(ResultMessage), "a timer of an earlier request ended the game"
+    stopped = trio.current_time()
+    with trio.fail_after(60):
+        while not one.of(ResultMessage):
+            await trio.sleep(0.01)
+    assert 1 <= trio.current_time() - stopped <= 1.02
+    entries = [entry for entry, _ in one.of(ResultMessage)[0].result.scores]
+    assert entries[0].violation is not None
+    assert entries[0].violation.kind is ViolationKind.HARD_TIMEOUT
+
+
 async def test_configured_timeouts_apply(
     make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
 ) -> None:

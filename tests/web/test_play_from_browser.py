@@ -58,6 +58,8 @@ async def test_play_from_a_replay_position_against_a_configured_bot_command(
             lambda: page.wait_for_selector(f'svg#board[data-turn="{start.turn}"][data-my-turn="1"]')
         )
         assert await browser.run(lambda: dom_board(page)) == engine_board(start)
+        opponent = start.current_team.opponent.name
+        assert await browser.run(lambda: page.text_content(f"#p-{opponent} .name")) == "Bot: quick"
         (player,) = running.viewer.humans.values()
         # A real room of the game server, the bot a process of the configured command.
         assert player.room_id in running.viewer.hub.games

@@ -62,6 +62,15 @@ def test_a_state_crosses_the_pipe_whole() -> None:
     assert message.state == state and message.state.last_move == state.last_move
 
 
+def test_every_state_of_a_game_crosses_the_pipe_as_it_was() -> None:
+    """Bitboards out, rows in: every fish size of both teams, squids, empty fields."""
+    state = GameState.initial(11)
+    while not state.is_over:
+        (_, _, message) = decode_event(encode_event(("observe", 0.0, Memento("r", state))))
+        assert message.state.rows() == state.rows() and message.state == state
+        state = state.apply(state.legal_moves()[state.turn % len(state.legal_moves())])
+
+
 def test_a_full_feed_drops_events_and_never_blocks() -> None:
     feed = PipeFeed(buffer=3)
     feed.room_opened("r", paused=False, prepared=True)

@@ -80,7 +80,7 @@ function render() {
   svg.setAttribute("data-my-turn", me.myTurn ? "1" : "0");
   for (const team of ["ONE", "TWO"]) {
     const panel = document.getElementById("p-" + team);
-    panel.querySelector(".name").textContent = team === me.team ? "You" : "Bot";
+    panel.querySelector(".name").textContent = team === me.team ? "You" : me.opponent ? "Bot: " + me.opponent : "Bot";
     panel.querySelector(".swarm").textContent = me.state.swarm[team];
     panel.classList.toggle("to-move", !me.result && me.state.current === team);
   }
