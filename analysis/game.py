@@ -21,12 +21,13 @@ from bots.search import RootAnalysis, SearchBot
 from engine import FieldState, GameState, Move, Team
 
 DEFAULT_NODES = 12_000
-"""Nodes per position by default: a 60-move game in 19.6 s in one process at load 4
-(bench/analysis.py; docs/analysis.md has the figures and how often the marks agree with 8×
-the nodes)."""
-CHAIN = 10
+"""Nodes per position by default: a 60-move game in 13.3 s of CPU on one core (mean depth
+3.5; `python -m bench.analysis`, docs/analysis.md has the figures for other settings and how
+often the marks agree with 8× the nodes)."""
+CHAIN = 1
 """Positions analysed in a row by one search, each starting from the table the one before
-left (docs/analysis.md "Determinism")."""
+left. 1: every position on a fresh table — chains of 10 agreed worse with 8× the nodes
+(docs/analysis.md, `python -m bench.analysis --chain 10`)."""
 MAX_NODES = 10_000_000
 MAX_DEPTH = 60
 FORMAT = "piranhas-analysis"
