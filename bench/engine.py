@@ -34,14 +34,20 @@ def playouts_engine(seeds: range) -> tuple[int, float]:
 _SOCHA_FIELDS = {field: field.name.title().replace("_", "") for field in FieldState}
 
 
-def playouts_socha(socha: Any, seeds: range) -> tuple[int, float]:
-    """The same with socha: possible_moves + perform_move, stopping only at the turn limit or
-    when no move is left (socha has no game-end check of its own)."""
+def socha_starts(socha: Any, seeds: range) -> list[Any]:
+    """socha's start states of the engine's boards for `seeds`."""
     starts = []
     for seed in seeds:
         rows = GameState.initial(seed).rows()
         fields = [[getattr(socha.FieldType, _SOCHA_FIELDS[f]) for f in row] for row in rows]
         starts.append(socha.GameState(socha.Board(fields), 0, None))
+    return starts
+
+
+def playouts_socha(socha: Any, seeds: range) -> tuple[int, float]:
+    """The same with socha: possible_moves + perform_move, stopping only at the turn limit or
+    when no move is left (socha has no game-end check of its own)."""
+    starts = socha_starts(socha, seeds)
     plies = 0
     began = time.perf_counter()
     for seed, state in zip(seeds, starts, strict=True):

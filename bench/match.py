@@ -40,12 +40,12 @@ RUNNER_PHASES = ("prepare", "launch", "cleanup")
 BOT_PHASES = ("startup", "exit")
 
 
-def run(bot: str, games: int, concurrency: int, seed: int) -> dict[str, Any]:
+def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO) -> dict[str, Any]:
     """One runner run; its figures."""
     with tempfile.TemporaryDirectory(prefix="bench-match-") as directory:
         stream = Path(directory) / "events.jsonl"
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(checkout), env.get("PYTHONPATH")]))
         argv = [
             sys.executable,
             *("-m", "cli.match", "--player1", bot, "--player2", bot),
@@ -76,6 +76,7 @@ def run(bot: str, games: int, concurrency: int, seed: int) -> dict[str, Any]:
     game_ms = [end["phases_ms"]["game"] for end in ends]
     cpus = len(os.sched_getaffinity(0))
     return {
+        "label": "this checkout" if checkout == REPO else str(checkout),
         "cpu_per_game_s": total / len(ends),
         "runner_cpu_per_game_ms": own / len(ends) * 1000,
         # Games a minute the CPUs allow at this CPU per game, and how much of it the run got.
@@ -112,6 +113,14 @@ def main() -> int:
     parser.add_argument("--games-k", type=int, default=16, help="games at concurrency K")
     parser.add_argument("--bot", default=SOCHA_BOT, help="bot command (both players)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        action="append",
+        default=[],
+        help="also run piranhas-match of this checkout (e.g. a worktree of an older commit), "
+        "alternating with this one's at concurrency K; repeatable",
+    )
     options = parser.parse_args()
     print(f"bot: {options.bot}")
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()}")
@@ -119,6 +128,9 @@ def main() -> int:
         run(options.bot, options.games1, 1, options.seed),
         run(options.bot, options.games_k, options.k, options.seed),
     ]
+    for checkout in options.checkout:
+        results.append(run(options.bot, options.games_k, options.k, options.seed, checkout))
+        results.append(run(options.bot, options.games_k, options.k, options.seed))
     print(f"load average after: {os.getloadavg()}")
     header = (
         f"{'K':>3} {'games':>5} {'wall s':>7} {'games/min':>9} {'timeouts':>8} "
@@ -135,7 +147,8 @@ def main() -> int:
     for result in results:
         share = result["games_per_min"] / result["allowed_per_min"]
         print(
-            f"K={result['concurrency']}: {result['cpu_per_game_s']:.2f} s of CPU per game in "
+            f"K={result['concurrency']} ({result['label']}): {result['cpu_per_game_s']:.2f} s "
+            f"of CPU per game in "
             f"all (runner, its server, bots), of which the runner's own process "
             f"{result['runner_cpu_per_game_ms']:.0f} ms; the CPUs allow "
             f"{result['allowed_per_min']:.1f} games/min at that, the run got "

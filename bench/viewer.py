@@ -249,6 +249,7 @@ class Measured:
     elapsed: float
     cpu: float
     web_cpu: float
+    viewers_cpu: float = 0.0  # the viewers' process (the browsers' stand-in)
 
     @property
     def rate(self) -> float:
@@ -259,13 +260,16 @@ class Measured:
         return percentile(self.window.latencies, 0.99)
 
 
-async def start_viewers(web_port: int, viewers: int) -> trio.Process:
-    """The viewer process, its viewers connected ("ready")."""
+async def start_viewers(web_port: int, viewers: int, cpus: set[int] | None) -> trio.Process:
+    """The viewer process, its viewers connected ("ready"); on `cpus` (None: this
+    process's)."""
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "bench.viewer", "--watch", str(web_port), "--viewers", str(viewers)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
+    if cpus is not None:
+        os.sched_setaffinity(process.pid, cpus)
     assert process.stdout is not None
     output = b""
     while b"ready\n" not in output:
@@ -303,6 +307,7 @@ async def run(
     watched_think: float,
     rounds: int,
     settle: float,
+    viewer_cpus: set[int] | None,
 ) -> list[Measured]:
     """`rounds` windows with viewers, each between two without (none, V, none, ..., V, none):
     a slow drift of the machine's load hits both alike. Between windows the games go on for
@@ -318,9 +323,15 @@ async def run(
         await trio.sleep(3.0)  # warm-up: every game started
         for window_number in range(2 * rounds + 1):
             count = viewers if window_number % 2 else 0
-            process = await start_viewers(web_port, count) if count else None
+            process = await start_viewers(web_port, count, viewer_cpus) if count else None
             await trio.sleep(settle)
+            viewers_before = cpu_seconds(process.pid) if process is not None else 0.0
             window, elapsed, cpu, web_cpu = await measure(shared, pid, seconds)
+            viewers_cpu = (
+                (cpu_seconds(process.pid) - viewers_before) / elapsed
+                if process is not None
+                else 0.0
+            )
             measured_to = time.perf_counter()
             measured_from = measured_to - elapsed
             if process is not None:
@@ -329,7 +340,7 @@ async def run(
                     if sent is not None and measured_from <= when <= measured_to:
                         window.snapshots += 1
                         window.viewer_delays.append(when - sent)
-            measured.append(Measured(count, window, elapsed, cpu, web_cpu))
+            measured.append(Measured(count, window, elapsed, cpu, web_cpu, viewers_cpu))
             print(format_window(measured[-1]), flush=True)
         nursery.cancel_scope.cancel()
     return measured
@@ -347,13 +358,13 @@ def format_window(measured: Measured) -> str:
     return (
         f"{measured.viewers:>7} {len(window.latencies):>6} {measured.rate:8.1f} "
         f"{percentile(window.latencies, 0.5) * 1000:8.3f} {measured.p99 * 1000:8.3f} "
-        f"{measured.cpu:6.2f} {measured.web_cpu:7.2f} {view}"
+        f"{measured.cpu:6.2f} {measured.web_cpu:7.2f} {measured.viewers_cpu:7.2f} {view}"
     )
 
 
 HEADER = (
     f"{'viewers':>7} {'moves':>6} {'moves/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'CPU':>6} "
-    f"{'web CPU':>7} {'view p50/p99':>20}"
+    f"{'web CPU':>7} {'vw CPU':>7} {'view p50/p99':>20}"
 )
 
 
@@ -435,7 +446,8 @@ def summarise(measured: list[Measured], viewers: int, resamples: int) -> None:
         f"  server CPU {statistics.fmean(m.cpu for m in alone):.3f} -> "
         f"{statistics.fmean(m.cpu for m in watched):.3f}, web CPU "
         f"{statistics.fmean(m.web_cpu for m in alone):.3f} -> "
-        f"{statistics.fmean(m.web_cpu for m in watched):.3f} (CPU seconds per second)"
+        f"{statistics.fmean(m.web_cpu for m in watched):.3f}, the viewers' process "
+        f"{statistics.fmean(m.viewers_cpu for m in watched):.3f} (CPU seconds per second)"
     )
 
 
@@ -472,6 +484,13 @@ def main() -> None:
         default="others",
         help="where the web viewer's process runs: on the CPUs other than the server's "
         "(default: the server's CPU is the game server's) or on the server's CPU",
+    )
+    parser.add_argument(
+        "--viewer-cpu",
+        choices=("clients", "server"),
+        default="clients",
+        help="where the viewers' process runs: on the players' clients' CPUs (default) or on "
+        "the server's CPU (so that the clients that measure have theirs to themselves)",
     )
     parser.add_argument("--profile", metavar="FILE", help="run the server under cProfile")
     parser.add_argument("--watch", type=int, metavar="WEB_PORT", help=argparse.SUPPRESS)
@@ -511,6 +530,7 @@ def main() -> None:
             arguments.watched_think,
             max(1, arguments.rounds),
             arguments.settle,
+            set(os.sched_getaffinity(server.pid)) if arguments.viewer_cpu == "server" else None,
         )
     summarise(measured, arguments.viewers, arguments.resamples)
     print(f"load average after: {load()}")

@@ -69,7 +69,8 @@ def in_process(folder: Path, teams: int, games: int, postgres: PostgresServer) -
     folder.mkdir(parents=True)
     config = load_league(league_file(folder, teams, games, name="inprocess"))
     stores = {way: postgres.create_database(f"bench_{uuid.uuid4().hex[:10]}") for way in WAYS}
-    matches = next(coordinator.initialize(config, dsn) for dsn in stores.values())
+    schedules = [coordinator.initialize(config, dsn) for dsn in stores.values()]
+    matches = schedules[0]
     dbs = {way: FleetStore(dsn) for way, dsn in stores.items()}
     host = TableHost(config, "kept", folder / "kept-logs")
     times: dict[str, list[float]] = {way: [] for way in WAYS}

@@ -30,13 +30,14 @@ _AXIS_OF = {
 }
 
 # The move generator folds its three checks into one AND. With
-#     probe = opponent | off_board | (own_or_squid << target_shift)
-# a move is legal iff not probe & check, where check = (fields jumped over) |
-# (target << target_shift): an opponent under the path or an own fish/squid on the target
-# hits. target_shift is the board's bit length, so the two halves never overlap. A target
-# off the board gets check = off_board, a guard bit (row 0's) that no board mask has and
-# every probe sets: it always hits, and as a one-digit int that AND is the cheapest (about
-# half of all directions lead off the board).
+#     probe = 1 | (opponent << 1) | (own_or_squid << check_shift)
+# a move is legal iff not probe & check, where check = (fields jumped over) << 1 |
+# (target << check_shift): an opponent under the path or an own fish/squid on the target
+# hits. check_shift is the board's bit length + 1, so the two halves never overlap. A target
+# off the board gets check = off_board = 1, the bit below the board that every probe sets:
+# it always hits, and its AND is the cheapest there is (about half of all directions lead
+# off the board): one digit, and a result of 1 is CPython's cached small int, not a new
+# object (a guard bit, 1 << width, was 15-30 ns slower per test).
 
 # Per field: the four line masks (see _AXIS_OF), then per direction in enum order the check
 # masks indexed by distance. The eight Move objects live in a table of their own: the move
@@ -47,6 +48,22 @@ FieldTable = tuple[
     tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
 ]  # fmt: skip
 
+# The move generator's entry of a field (GameState keeps one per fish, sorted): its bit index
+# first (the sort key: row-major order), the ids of its four lines (see _AXIS_OF) into the
+# per-line fish counts a state carries, the check masks per direction in enum order indexed
+# by distance, and its eight Moves. Counts read from a list are cheaper than a line mask's
+# bit_count() per fish, and iterating over the entries saves extracting the lowest bit.
+FishEntry = tuple[
+    int, int, int, int, int,
+    tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
+    tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
+    tuple[Move, ...],
+]  # fmt: skip
+
+# What apply needs of one of the table's Moves: the start's entry, the check masks of the
+# move's direction by distance, the id and the mask of the line it moves along, the start's bit.
+MoveEntry = tuple[FishEntry, tuple[int, ...], int, int, int]
+
 
 @dataclass(frozen=True, eq=False)
 class Geometry:
@@ -56,6 +73,8 @@ class Geometry:
     height: int
     stride: int
     target_shift: int
+    # target_shift + 1: where a check mask's target half starts (see above).
+    check_shift: int
     # The guard bit that marks a target off the board (see above).
     off_board: int
     full: int
@@ -74,9 +93,24 @@ class Geometry:
     axes: tuple[int, ...]
     # rays[bit][direction index] = bits of the fields walked in that direction, in order.
     rays: dict[int, tuple[tuple[int, ...], ...]]
+    # How many lines (columns, diagonals, rows, anti-diagonals) the board has; entries[bit] the
+    # FishEntry of a field (None for guard bits); neighbours[bit] its 8 neighbours' mask.
+    line_count: int
+    entries: list[FishEntry | None]
+    neighbours: list[int]
+    # below[bit] = the mask of all bits below it (a fish's place among its team's, row-major).
+    below: list[int]
+    # id(move) → its MoveEntry, for the Moves in `moves` (they live as long as the geometry,
+    # so their ids are never reused by another object).
+    move_entries: dict[int, MoveEntry]
 
     def bit(self, x: int, y: int) -> int:
         return 1 << (y * self.stride + x)
+
+    def __reduce__(self) -> tuple[object, tuple[int, int]]:
+        # Pickled and copied as the shared instance of its shape: move_entries is keyed by
+        # the ids of this instance's Moves, which a copy's new Moves would not have.
+        return geometry, (self.width, self.height)
 
     def contains(self, x: int, y: int) -> bool:
         return 0 <= x < self.width and 0 <= y < self.height
@@ -107,6 +141,8 @@ def geometry(width: int, height: int) -> Geometry:
     moves: list[tuple[Move, ...] | None] = [None] * (height * stride)
     all_checks: dict[int, tuple[tuple[int, ...], ...]] = {}
     rays: dict[int, tuple[tuple[int, ...], ...]] = {}
+    line_ids: dict[int, tuple[int, int, int, int]] = {}
+    neighbours = [0] * (height * stride)
     for index, (x, y) in coords.items():
         own_rays = tuple(ray(x, y, direction) for direction in DIRECTIONS)
         rays[index] = own_rays
@@ -118,22 +154,50 @@ def geometry(width: int, height: int) -> Geometry:
         checks = []
         for bits in own_rays:
             # A distance never exceeds the number of fields on its line.
-            off_board = 1 << width
-            by_distance = [off_board] * (longest_line + 1)
+            by_distance = [1] * (longest_line + 1)
             jumped = 0
             for distance, target in enumerate(bits, start=1):
-                by_distance[distance] = jumped | (target << target_shift)
+                by_distance[distance] = (jumped << 1) | (target << (target_shift + 1))
                 jumped |= target
             checks.append(tuple(by_distance))
         all_checks[index] = tuple(checks)
         moves[index] = tuple(Move(x, y, direction) for direction in DIRECTIONS)
         tables[index] = (*lines[index], *checks)  # type: ignore[assignment]
+        line_ids[index] = (
+            x,
+            width + (x - y + height - 1),
+            2 * width + height - 1 + y,
+            2 * width + 2 * height - 1 + x + y,
+        )
+        neighbours[index] = sum(
+            1 << ((y + dy) * stride + x + dx)
+            for dx in (-1, 0, 1)
+            for dy in (-1, 0, 1)
+            if (dx or dy) and 0 <= x + dx < width and 0 <= y + dy < height
+        )
+    line_count = 3 * width + 3 * height - 2
+    entries: list[FishEntry | None] = [None] * (height * stride)
+    move_entries: dict[int, MoveEntry] = {}
+    for index in coords:
+        entry: FishEntry = (index, *line_ids[index], *all_checks[index], moves[index])  # type: ignore[assignment]
+        entries[index] = entry
+        own_moves = moves[index]
+        assert own_moves is not None
+        for number, move in enumerate(own_moves):
+            move_entries[id(move)] = (
+                entry,
+                all_checks[index][number],
+                line_ids[index][number & 3],
+                lines[index][number & 3],
+                1 << index,
+            )
     return Geometry(
         width=width,
         height=height,
         stride=stride,
         target_shift=target_shift,
-        off_board=1 << width,
+        check_shift=target_shift + 1,
+        off_board=1,
         full=full,
         squares=squares,
         coords=coords,
@@ -143,6 +207,11 @@ def geometry(width: int, height: int) -> Geometry:
         checks=all_checks,
         axes=tuple(_AXIS_OF[direction] for direction in DIRECTIONS),
         rays=rays,
+        line_count=line_count,
+        entries=entries,
+        neighbours=neighbours,
+        below=[(1 << index) - 1 for index in range(height * stride)],
+        move_entries=move_entries,
     )
 
 

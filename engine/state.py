@@ -6,9 +6,17 @@ import enum
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from engine.generator import BOARD_SIZE, random_rows
-from engine.geometry import DIRECTIONS, Geometry, connected_component, geometry
+from engine.geometry import (
+    DIRECTIONS,
+    FishEntry,
+    Geometry,
+    MoveEntry,
+    connected_component,
+    geometry,
+)
 from engine.types import FieldState, InvalidMoveError, Move, MoveMistake, Team
 
 ROUND_LIMIT = 30
@@ -75,16 +83,19 @@ class GameState:
 
     __slots__ = (
         "_connected",
+        "_counts",
         "_first_union",
         "_ge2",
         "_ge3",
         "_geo",
         "_last_move",
-        "_legal",
         "_one",
+        "_ones",
+        "_source",
         "_squid",
         "_turn",
         "_two",
+        "_twos",
     )
 
     _geo: Geometry
@@ -97,9 +108,17 @@ class GameState:
     _turn: int
     _first_union: Team | None
     _last_move: Move | None
-    # Lazily computed, never observable as mutation: legal moves of the team to move,
-    # and whether (ONE, TWO) are fully connected.
-    _legal: list[Move] | None
+    # For the move generator, made on first use (None until then) and never changed after:
+    # the FishEntry of each team's fish in row-major order, and the number of fish on each
+    # line (indexed by the line ids of engine.geometry). A state made by apply from a state
+    # that has them derives them from its parent's in a few list operations: `_source` is
+    # (parent, start entry, target entry, captured) until then. apply does not derive them
+    # itself: a search makes many children it never expands, a server never lists moves.
+    _ones: list[FishEntry]
+    _twos: list[FishEntry]
+    _counts: list[int] | None
+    _source: tuple[GameState, FishEntry, FishEntry, int] | None
+    # Lazily computed, never observable as mutation: whether (ONE, TWO) are fully connected.
     _connected: tuple[bool, bool] | None
 
     def __init__(self) -> None:
@@ -121,8 +140,9 @@ class GameState:
         state._turn = turn
         state._first_union = first_union
         state._last_move = last_move
-        state._legal = None
         state._connected = connected
+        state._counts = None
+        state._source = None
         return state
 
     # ---- construction ------------------------------------------------------------
@@ -154,14 +174,18 @@ class GameState:
         stride = geo.stride
         one = two = squid = ge2 = ge3 = 0
         # Every observer decodes every memento through here (the runner, the league, the
-        # clients): one dict look-up per field, no enum properties (≈ 4× faster).
-        codes = _FIELD_CODES
+        # clients): one look-up of the field's name per field that is not empty, no enum
+        # properties and no enum hash (both run Python code; ≈ 5× faster).
+        codes, empty = _FIELD_CODES, FieldState.EMPTY
         for y, row in enumerate(rows):
             base = y * stride
             for x, cell in enumerate(row):
-                code = codes.get(cell)
+                if cell is empty:
+                    continue
+                name = cell._name_ if isinstance(cell, FieldState) else cell
+                code = codes.get(name)
                 if code is None:
-                    code = codes[_parse_field(cell)]  # type: ignore[arg-type]
+                    raise ValueError(f"unknown field {name!r}")
                 if code:
                     bit = 1 << (base + x)
                     if code & _ONE_BIT:
@@ -338,27 +362,27 @@ class GameState:
         A fish landing on an opponent's fish captures it. Sets first_union if it was unset and
         a team (checked ONE first) now has all its fish connected."""
         geo = self._geo
-        x, y = move.x, move.y
-        if 0 <= x < geo.width and 0 <= y < geo.height:
-            index = y * geo.stride + x
-            start = 1 << index
-            one, two = self._one, self._two
-            mover_is_two = self._turn & 1
-            own, opponent = (two, one) if mover_is_two else (one, two)
-            if own & start:
-                direction = _DIRECTION_INDEX[move.direction._name_]
-                distance = ((one | two) & geo.lines[index][direction & 3]).bit_count()
-                check = geo.checks[index][direction][distance]
-                shift = geo.target_shift
-                if not check & (opponent | geo.off_board | ((own | self._squid) << shift)):
-                    return self._moved(start, check >> shift, mover_is_two, move)
-        mistake = self.check_move(move)
-        # The fast path above accepts exactly the legal moves.
-        assert mistake is not None
-        raise InvalidMoveError(mistake, move)
-
-    def _moved(self, start: int, target: int, mover_is_two: int, move: Move) -> GameState:
+        # The Moves legal_moves() hands out are the geometry's own: found by identity, without
+        # decoding coordinates and direction (hot path: one apply per ply).
+        found = geo.move_entries.get(id(move))
+        if found is None:
+            found = self._move_entry(move)
+            if found is None:
+                self._reject(move)
+        entry, checks, line, line_mask, start = found
         one, two = self._one, self._two
+        mover_is_two = self._turn & 1
+        own, opponent = (two, one) if mover_is_two else (one, two)
+        if not own & start:
+            self._reject(move)
+        counts = self._counts
+        distance = ((one | two) & line_mask).bit_count() if counts is None else counts[line]
+        check = checks[distance]
+        shift = geo.check_shift
+        if check & (1 | (opponent << 1) | ((own | self._squid) << shift)):
+            self._reject(move)
+        # Legal (the checks above accept exactly the legal moves): make the new state.
+        target = check >> shift
         both = start | target
         # A legal move lands on an empty field or captures: the opponent changed only then.
         captured = target & (one | two)
@@ -373,12 +397,14 @@ class GameState:
             ge2 ^= both
         if self._ge3 & start:
             ge3 ^= both
-        geo = self._geo
         stride = geo.stride
-        # The mover's connectivity: connected_component inlined (once per ply, hot path).
-        mover_connected = False
-        if mover:
-            reach = mover & -mover
+        target_index = target.bit_length() - 1
+        # The mover's connectivity. A landing fish without a neighbour of its own team leaves
+        # the swarm split (the usual case); else connected_component inlined (hot path).
+        if not mover & geo.neighbours[target_index] and mover != target:
+            mover_connected = False
+        else:
+            reach = target
             while True:
                 row_grown = reach | (reach << 1) | (reach >> 1)
                 grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & mover
@@ -387,12 +413,13 @@ class GameState:
                 reach = grown
             mover_connected = reach == mover
         # Without a capture the opponent's fish did not change: reuse its connectivity.
+        before = self._connected
+        if before is None:
+            before = self._connected_pair()
         if mover_is_two:
-            one_connected = _is_connected(one, stride) if captured else self._connected_pair()[0]
-            connected = (one_connected, mover_connected)
+            connected = (_is_connected(one, stride) if captured else before[0], mover_connected)
         else:
-            two_connected = _is_connected(two, stride) if captured else self._connected_pair()[1]
-            connected = (mover_connected, two_connected)
+            connected = (mover_connected, _is_connected(two, stride) if captured else before[1])
         first_union = self._first_union
         if first_union is None:
             if connected[0]:
@@ -410,38 +437,111 @@ class GameState:
         state._turn = self._turn + 1
         state._first_union = first_union
         state._last_move = move
-        state._legal = None
         state._connected = connected
+        state._counts = None
+        # Only a parent with fish lists is kept: no chain of states stays alive.
+        state._source = (
+            None if self._counts is None else (self, entry, geo.entries[target_index], captured)  # type: ignore[assignment]
+        )
         return state
 
-    def _legal_list(self) -> list[Move]:
-        cached = self._legal
-        if cached is not None:
-            return cached
-        if self._turn & 1:
-            own, opponent = self._two, self._one
-        else:
-            own, opponent = self._one, self._two
-        occupied = own | opponent
+    def _reject(self, move: Move) -> NoReturn:
+        mistake = self.check_move(move)
+        # The checks in apply accept exactly the legal moves.
+        assert mistake is not None
+        raise InvalidMoveError(mistake, move)
+
+    def _move_entry(self, move: Move) -> MoveEntry | None:
+        # A Move made elsewhere (the protocol's, a test's): the table's by coordinates.
         geo = self._geo
-        probe = opponent | geo.off_board | ((own | self._squid) << geo.target_shift)
-        tables, move_tables = geo.tables, geo.moves
+        x, y = move.x, move.y
+        if not (0 <= x < geo.width and 0 <= y < geo.height):
+            return None
+        moves = geo.moves[y * geo.stride + x]
+        assert moves is not None
+        return geo.move_entries[id(moves[_DIRECTION_INDEX[move.direction._name_]])]
+
+    def _fish_lists(self) -> list[int]:
+        """Make _ones, _twos and _counts (see there); returns _counts."""
+        source = self._source
+        if source is None:
+            geo = self._geo
+            entries = geo.entries
+            counts = [0] * geo.line_count
+            fish_lists: list[list[FishEntry]] = [[], []]
+            for team, mask in enumerate((self._one, self._two)):
+                while mask:
+                    low = mask & -mask
+                    mask ^= low
+                    found = entries[low.bit_length() - 1]
+                    assert found is not None
+                    fish_lists[team].append(found)
+                    for line in found[1:5]:
+                        counts[line] += 1
+            self._ones, self._twos = fish_lists
+            self._counts = counts
+            return counts
+        parent, entry, target_entry, captured = source
+        self._source = None
+        ones, twos = parent._ones, parent._twos
+        # A fish's place in its list is the number of its team's fish below it (row-major):
+        # no comparisons of entries.
+        below = self._geo.below
+        start_index, target_index = entry[0], target_entry[0]
+        if parent._turn & 1:
+            twos = twos.copy()
+            del twos[(parent._two & below[start_index]).bit_count()]
+            twos.insert((self._two & below[target_index]).bit_count(), target_entry)
+            if captured:
+                ones = ones.copy()
+                del ones[(parent._one & below[target_index]).bit_count()]
+        else:
+            ones = ones.copy()
+            del ones[(parent._one & below[start_index]).bit_count()]
+            ones.insert((self._one & below[target_index]).bit_count(), target_entry)
+            if captured:
+                twos = twos.copy()
+                del twos[(parent._two & below[target_index]).bit_count()]
+        counts = parent._counts.copy()  # type: ignore[union-attr]
+        _, a, b, c, d = entry[:5]
+        counts[a] -= 1
+        counts[b] -= 1
+        counts[c] -= 1
+        counts[d] -= 1
+        if not captured:
+            _, a, b, c, d = target_entry[:5]
+            counts[a] += 1
+            counts[b] += 1
+            counts[c] += 1
+            counts[d] += 1
+        self._ones = ones
+        self._twos = twos
+        self._counts = counts
+        return counts
+
+    def legal_moves(self) -> list[Move]:
+        """All legal moves of the team to move: fish in row-major order (y, then x), each
+        fish's moves in Direction enum order. A new list on every call."""
+        counts = self._counts
+        if counts is None:
+            counts = self._fish_lists()
+        if self._turn & 1:
+            own, opponent, fish = self._two, self._one, self._twos
+        else:
+            own, opponent, fish = self._one, self._two, self._ones
+        geo = self._geo
+        probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
         legal: list[Move] = []
         append = legal.append
-        remaining = own
         # Unrolled over the eight directions (enum order): this loop is the engine's hot path.
-        while remaining:
-            lowest = remaining & -remaining
-            remaining ^= lowest
-            (
-                column, diagonal, row, anti,
-                up, up_right, right, down_right, down, down_left, left, up_left,
-            ) = tables[index := lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
-            moves: tuple[Move, ...] = move_tables[index]  # type: ignore[assignment]
-            along_column = (occupied & column).bit_count()
-            along_diagonal = (occupied & diagonal).bit_count()
-            along_row = (occupied & row).bit_count()
-            along_anti = (occupied & anti).bit_count()
+        for (
+            _, column, diagonal, row, anti,
+            up, up_right, right, down_right, down, down_left, left, up_left, moves,
+        ) in fish:  # fmt: skip
+            along_column = counts[column]
+            along_diagonal = counts[diagonal]
+            along_row = counts[row]
+            along_anti = counts[anti]
             if not probe & up[along_column]:
                 append(moves[0])
             if not probe & up_right[along_diagonal]:
@@ -458,52 +558,65 @@ class GameState:
                 append(moves[6])
             if not probe & up_left[along_anti]:
                 append(moves[7])
-        self._legal = legal
         return legal
-
-    def legal_moves(self) -> list[Move]:
-        """All legal moves of the team to move: fish in row-major order (y, then x), each
-        fish's moves in Direction enum order. A new list on every call."""
-        legal = self._legal
-        return (self._legal_list() if legal is None else legal).copy()
 
     def has_legal_move(self) -> bool:
         """Whether the team to move has any legal move. Stops at the first one found: the
         server asks this after every move (game end), where listing all moves is wasted work."""
-        if self._legal is not None:
-            return bool(self._legal)
         if self._turn & 1:
             own, opponent = self._two, self._one
         else:
             own, opponent = self._one, self._two
-        occupied = own | opponent
         geo = self._geo
-        probe = opponent | geo.off_board | ((own | self._squid) << geo.target_shift)
-        tables = geo.tables
-        remaining = own
-        while remaining:
-            lowest = remaining & -remaining
-            remaining ^= lowest
-            (
-                column, diagonal, row, anti,
-                up, up_right, right, down_right, down, down_left, left, up_left,
-            ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
-            along_column = (occupied & column).bit_count()
-            along_diagonal = (occupied & diagonal).bit_count()
-            along_row = (occupied & row).bit_count()
-            along_anti = (occupied & anti).bit_count()
+        probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
+        counts = self._counts
+        if counts is None and self._source is not None:
+            # Cheap from the parent's, and a playout lists the moves next anyway.
+            counts = self._fish_lists()
+        if counts is None:
+            # Without fish lists (they cost more than this): the line counts from the masks.
+            occupied = own | opponent
+            tables = geo.tables
+            remaining = own
+            while remaining:
+                lowest = remaining & -remaining
+                remaining ^= lowest
+                (
+                    column, diagonal, row, anti,
+                    up, up_right, right, down_right, down, down_left, left, up_left,
+                ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
+                along_column = (occupied & column).bit_count()
+                along_diagonal = (occupied & diagonal).bit_count()
+                along_row = (occupied & row).bit_count()
+                along_anti = (occupied & anti).bit_count()
+                if not (
+                    probe & up[along_column]
+                    and probe & up_right[along_diagonal]
+                    and probe & right[along_row]
+                    and probe & down_right[along_anti]
+                    and probe & down[along_column]
+                    and probe & down_left[along_diagonal]
+                    and probe & left[along_row]
+                    and probe & up_left[along_anti]
+                ):
+                    return True
+            return False
+        for (
+            _, line_column, line_diagonal, line_row, line_anti,
+            up, up_right, right, down_right, down, down_left, left, up_left, _moves,
+        ) in self._twos if self._turn & 1 else self._ones:  # fmt: skip
+            # Counts read where used: the first direction is usually legal already.
             if not (
-                probe & up[along_column]
-                and probe & up_right[along_diagonal]
-                and probe & right[along_row]
-                and probe & down_right[along_anti]
-                and probe & down[along_column]
-                and probe & down_left[along_diagonal]
-                and probe & left[along_row]
-                and probe & up_left[along_anti]
+                probe & up[counts[line_column]]
+                and probe & up_right[counts[line_diagonal]]
+                and probe & right[counts[line_row]]
+                and probe & down_right[counts[line_anti]]
+                and probe & down[counts[line_column]]
+                and probe & down_left[counts[line_diagonal]]
+                and probe & left[counts[line_row]]
+                and probe & up_left[counts[line_anti]]
             ):
                 return True
-        self._legal = []
         return False
 
     # ---- swarms --------------------------------------------------------------------
@@ -547,9 +660,6 @@ class GameState:
                 connected = self._connected_pair()
             if connected[0] or connected[1]:
                 return True
-        legal = self._legal
-        if legal is not None:
-            return not legal
         return not self.has_legal_move()
 
     def win_condition(self) -> Outcome | None:
@@ -600,6 +710,11 @@ class GameState:
             self._last_move,
         )
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # The position only: not the generator's lists, nor the parent they derive from.
+        boards = (self._one, self._two, self._squid, self._ge2, self._ge3)
+        return GameState._make, (self._geo, boards, self._turn, self._first_union, self._last_move)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GameState):
             return NotImplemented
@@ -641,7 +756,7 @@ def _field_code(field: FieldState) -> int:
     return code | (_GE2_BIT if field.size >= 2 else 0) | (_GE3_BIT if field.size == 3 else 0)
 
 
-_FIELD_CODES: dict[object, int] = {field: _field_code(field) for field in FieldState}
+_FIELD_CODES: dict[str, int] = {field.name: _field_code(field) for field in FieldState}
 
 
 def _parse_field(name: str) -> FieldState:

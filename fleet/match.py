@@ -183,8 +183,9 @@ class TableHost:
     """One table for match after match: a trio loop in a thread of its own keeps the table
     (`open_table` with `worker_config(config, worker)`) and its admin session open between
     matches, so a match after the first pays no server start, no launchers and no image
-    checks. A match that raises closes the table; the next match opens a fresh one (a table
-    that failed once is never trusted again). While the table is open the game server's log
+    checks. A match that raises or does not end done (cancelled, superseded, given back)
+    closes the table; the next match opens a fresh one (a table that failed once is never
+    trusted again). While the table is open the game server's log
     (`log_dir`/server.log) is this process's log, as during a match.
 
     `play_match` is called from any other thread (a Dramatiq worker thread) and blocks until
@@ -201,6 +202,7 @@ class TableHost:
         self._thread: threading.Thread | None = None
 
     def _start(self) -> None:
+        self._started.clear()
         self._thread = threading.Thread(target=trio.run, args=(self._main,), daemon=True)
         self._thread.name = "fleet-table"
         self._thread.start()
@@ -233,8 +235,8 @@ class TableHost:
                 table=(table, admin),
             )
 
-        if self._thread is None:
-            self._start()
+        if self._thread is None or not self._thread.is_alive():
+            self._start()  # the first match, or the thread ended (a KeyboardInterrupt in it)
         assert self._token is not None and self._send is not None
         job = _Job(play)
         queued = time.perf_counter() if since is None else since
@@ -250,7 +252,8 @@ class TableHost:
         if self._thread is None:
             return
         assert self._token is not None and self._send is not None
-        trio.from_thread.run(self._send.send, None, trio_token=self._token)
+        if self._thread.is_alive():
+            trio.from_thread.run(self._send.send, None, trio_token=self._token)
         self._thread.join()
         self._thread = None
 

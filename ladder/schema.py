@@ -19,6 +19,8 @@ Tables:
   token), `lease_until` when a running attempt counts as dead; `finished_attempt` the attempt
   whose result was recorded.
 - `ladder_games` — a finished match's games, written in the transaction that finishes it.
+- `ladder_move_times` — per game and version its move times as the game server measured them
+  (comma-separated ms, in move order), written with the game (the team page's time profile).
 - `attempts` — every attempt at a check (`kind` = `check`) or a match (`match`) and how it
   ended (`running`, `finished`, `abandoned`, `expired`).
 - `rating_pairs` — per pair of versions (the smaller id first) the ranked games counted by the
@@ -132,6 +134,17 @@ STATEMENTS: tuple[str, ...] = (
         replay TEXT,
         PRIMARY KEY (match_id, game_number)
     )""",
+    """CREATE TABLE IF NOT EXISTS ladder_move_times (
+        match_id BIGINT NOT NULL,
+        game_number INTEGER NOT NULL,
+        version_id BIGINT NOT NULL REFERENCES versions (version_id),
+        moves INTEGER NOT NULL,
+        move_ms TEXT NOT NULL,
+        PRIMARY KEY (match_id, game_number, version_id),
+        FOREIGN KEY (match_id, game_number) REFERENCES ladder_games (match_id, game_number)
+    )""",
+    """CREATE INDEX IF NOT EXISTS move_times_by_version
+        ON ladder_move_times (version_id, match_id)""",
     """CREATE TABLE IF NOT EXISTS attempts (
         kind VARCHAR(8) NOT NULL,
         subject_id BIGINT NOT NULL,

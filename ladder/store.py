@@ -25,6 +25,7 @@ Tokens (invites, API tokens) are random, handed out once, and stored only as the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import secrets
@@ -55,6 +56,7 @@ __all__ = [
     "LadderStore",
     "MatchClaim",
     "Member",
+    "MoveTimes",
     "QuotaError",
     "RecordConflictError",
     "RecordStatus",
@@ -72,6 +74,8 @@ DEFAULT_CHALLENGE_WINDOW = 3600.0  # seconds
 MAX_GAMES = 20  # per match (challenges ask for N)
 MAX_LABEL = 200
 MAX_REASON = 2000
+MAX_MOVES = 200  # per side and game: a game has at most 60 turns (30 rounds)
+MAX_MOVE_MS = 3_600_000.0  # a move time past this is not a measurement
 
 _NAME = re.compile(r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,64}$")
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-@]{0,63}$")
@@ -195,7 +199,9 @@ class MatchClaim:
 class GameResultRow:
     """One played game of a match: `points_a`/`points_b` are the Siegpunkte of version_a and
     version_b (2/1/0), the reasons what the official result said about each side, `replay`
-    the replay's file name under DIR/replays (None if none was written)."""
+    the replay's file name under DIR/replays (None if none was written), `move_ms_a` and
+    `move_ms_b` each version's move times in ms in move order, as the game server measured
+    them (empty when the game was not scored by the server; the store keeps them to 0.1 ms)."""
 
     number: int
     first_version: int
@@ -204,6 +210,20 @@ class GameResultRow:
     reason_a: str
     reason_b: str
     replay: str | None = None
+    move_ms_a: tuple[float, ...] = ()
+    move_ms_b: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class MoveTimes:
+    """One version's move times (ms) in one game of a finished match against `opponent`."""
+
+    match_id: int
+    number: int
+    version_id: int
+    opponent: int
+    finished: int
+    move_ms: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -291,6 +311,23 @@ def _match(row: Sequence[Any], results: tuple[GameResultRow, ...] = ()) -> Ladde
         int(row[9]),
         None if row[10] is None else int(row[10]),
         results,
+    )
+
+
+def _times_text(times: Sequence[float]) -> str:
+    return ",".join(repr(ms) for ms in times)
+
+
+def _parse_times(text: str) -> tuple[float, ...]:
+    return tuple(float(part) for part in text.split(",")) if text else ()
+
+
+def _rounded(row: GameResultRow) -> GameResultRow:
+    """The row as it is stored (move times to 0.1 ms), so a duplicate compares equal."""
+    return dataclasses.replace(
+        row,
+        move_ms_a=tuple(round(float(ms), 1) for ms in row.move_ms_a),
+        move_ms_b=tuple(round(float(ms), 1) for ms in row.move_ms_b),
     )
 
 
@@ -1010,6 +1047,26 @@ class LadderStore:
                 self._end_attempt(tx, "match", claim.match_id, claim.attempt, "abandoned", now)
         return changed == 1
 
+    def give_up_match(self, claim: MatchClaim, reason: str) -> bool:
+        """End the claimed match without games (status `cancelled`, no ratings; an audit row
+        says why): for a match that cannot be played for no bot's fault, again and again (the
+        workers give up after a few attempts rather than claim it forever). Fenced like
+        `abandon_match`: False when the attempt is no longer the running one."""
+        reason = _clean(reason, MAX_REASON, "a reason")
+        now = self._now()
+        with self.backend.transaction() as tx:
+            changed = tx.execute(
+                "UPDATE ladder_matches SET status = 'cancelled', finished = ?, lease_until = NULL "
+                "WHERE match_id = ? AND attempt = ? AND status = 'running'",
+                (now, claim.match_id, claim.attempt),
+            )
+            if changed:
+                self._end_attempt(tx, "match", claim.match_id, claim.attempt, "abandoned", now)
+                self._write_audit(
+                    tx, now, "worker", "match given up", f"match {claim.match_id}: {reason}"
+                )
+        return changed == 1
+
     @staticmethod
     def _check_results(claim: MatchClaim, results: Sequence[GameResultRow]) -> None:
         numbers = sorted(row.number for row in results)
@@ -1032,6 +1089,17 @@ class LadderStore:
             _clean(row.reason_b, MAX_REASON, "a reason")
             if row.replay is not None:
                 _clean(row.replay, 200, "a replay name")
+            for times in (row.move_ms_a, row.move_ms_b):
+                if len(times) > MAX_MOVES or not all(
+                    isinstance(ms, int | float)
+                    and not isinstance(ms, bool)
+                    and 0.0 <= ms <= MAX_MOVE_MS
+                    for ms in times
+                ):
+                    raise ValueError(
+                        f"game {row.number}: move times are at most {MAX_MOVES} numbers "
+                        f"from 0 to {MAX_MOVE_MS:.0f} ms"
+                    )
 
     @staticmethod
     def _stored_results(tx: Transaction, match_id: int) -> tuple[GameResultRow, ...]:
@@ -1049,17 +1117,37 @@ class LadderStore:
             "ORDER BY match_id, game_number",
             match_ids,
         )
+        times: dict[tuple[int, int, int], tuple[float, ...]] = {
+            (int(m), int(g), int(v)): _parse_times(str(text))
+            for m, g, v, text in tx.query(
+                "SELECT match_id, game_number, version_id, move_ms FROM ladder_move_times "
+                f"WHERE match_id IN ({marks})",
+                match_ids,
+            )
+        }
+        sides: dict[int, tuple[int, int]] = {
+            int(m): (int(a), int(b))
+            for m, a, b in tx.query(
+                "SELECT match_id, version_a, version_b FROM ladder_matches "
+                f"WHERE match_id IN ({marks})",
+                match_ids,
+            )
+        }
         found: dict[int, list[GameResultRow]] = {}
         for r in rows:
-            found.setdefault(int(r[0]), []).append(
+            match_id, number = int(r[0]), int(r[1])
+            version_a, version_b = sides[match_id]
+            found.setdefault(match_id, []).append(
                 GameResultRow(
-                    int(r[1]),
+                    number,
                     int(r[2]),
                     int(r[3]),
                     int(r[4]),
                     str(r[5]),
                     str(r[6]),
                     None if r[7] is None else str(r[7]),
+                    times.get((match_id, number, version_a), ()),
+                    times.get((match_id, number, version_b), ()),
                 )
             )
         return {match_id: tuple(games) for match_id, games in found.items()}
@@ -1094,7 +1182,7 @@ class LadderStore:
         ratings' refit (see the module doc). ValueError for results that do not fit the
         match (numbers 1..games, Siegpunkte 0..2)."""
         self._check_results(claim, results)
-        ordered = tuple(sorted(results, key=lambda row: row.number))
+        ordered = tuple(sorted((_rounded(row) for row in results), key=lambda row: row.number))
         now = self._now()
         with self.backend.transaction() as tx:
             if self._finished_before(tx, claim, ordered):
@@ -1132,6 +1220,16 @@ class LadderStore:
                         row.replay,
                     ),
                 )
+                for version, times in (
+                    (claim.version_a, row.move_ms_a),
+                    (claim.version_b, row.move_ms_b),
+                ):
+                    if times:
+                        tx.execute(
+                            "INSERT INTO ladder_move_times (match_id, game_number, version_id, "
+                            "moves, move_ms) VALUES (?, ?, ?, ?, ?)",
+                            (claim.match_id, row.number, version, len(times), _times_text(times)),
+                        )
             self._end_attempt(tx, "match", claim.match_id, claim.attempt, "finished", now)
             rows = tx.query(
                 "SELECT version_a, version_b, ranked FROM ladder_matches WHERE match_id = ?",
@@ -1273,14 +1371,28 @@ class LadderStore:
         return [(int(a), int(b)) for a, b in rows]
 
     def matches(
-        self, *, version_id: int | None = None, team_id: int | None = None, limit: int = 100
+        self,
+        *,
+        version_id: int | None = None,
+        team_id: int | None = None,
+        limit: int = 100,
+        before: int | None = None,
+        finished: bool = False,
     ) -> list[LadderMatch]:
         """Matches, newest first, with their games; only those of a version or of a team's
-        versions when given."""
+        versions when given, with an id below `before` when given (the next page of a
+        listing), finished ones only when `finished`."""
         where = ""
         params: list[object] = []
+        if before is not None:
+            where = "WHERE match_id < ?"
+            params.append(int(before))
+        if finished:
+            where += " AND " if where else "WHERE "
+            where += "status = 'finished'"
         if version_id is not None:
-            where = "WHERE (version_a = ? OR version_b = ?)"
+            where += " AND " if where else "WHERE "
+            where += "(version_a = ? OR version_b = ?)"
             params += [version_id, version_id]
         if team_id is not None:
             where += " AND " if where else "WHERE "
@@ -1305,6 +1417,29 @@ class LadderStore:
                 f"SELECT {_MATCH_COLUMNS} FROM ladder_matches WHERE match_id = ?", (match_id,)
             )
             return _match(rows[0], self._stored_results(tx, match_id)) if rows else None
+
+    def move_times(self, version_id: int, *, games: int = 200) -> list[MoveTimes]:
+        """The version's move times in its newest `games` games that have them, newest first."""
+        with self.backend.transaction() as tx:
+            rows = tx.query(
+                "SELECT t.match_id, t.game_number, m.version_a, m.version_b, m.finished, "
+                "t.move_ms FROM ladder_move_times t "
+                "JOIN ladder_matches m ON m.match_id = t.match_id "
+                "WHERE t.version_id = ? AND m.status = 'finished' "
+                "ORDER BY t.match_id DESC, t.game_number DESC LIMIT ?",
+                (version_id, max(0, int(games))),
+            )
+        return [
+            MoveTimes(
+                int(m),
+                int(g),
+                version_id,
+                int(b) if int(a) == version_id else int(a),
+                int(done or 0),
+                _parse_times(str(text)),
+            )
+            for m, g, a, b, done, text in rows
+        ]
 
     # -- ratings --
 

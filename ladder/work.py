@@ -37,7 +37,7 @@ import secrets
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -62,11 +62,13 @@ from runner.game import GAME_MARGIN, GameSpec, Observation, ServerAddress, admin
 from runner.inprocess import in_process_server, server_settings
 from runner.reaper import BotReaper, reaped
 from runner.schedule import board_seed
-from runner.timing import irregular_loss
+from runner.timing import irregular_loss, movers
 from server.exits import first_leaf
+from server.recorder import FinishedGame
 
 __all__ = [
     "CHECK_GAMES",
+    "MAX_MATCH_ATTEMPTS",
     "LadderDb",
     "MatchReport",
     "ServerFailure",
@@ -98,6 +100,7 @@ NO_DOCKER_NOTE = (
     "in check's jail, not in the contest's container"
 )
 SERVER_LOGS = "server"  # DIR/logs/server/: the game server's own logs, not a team's
+MAX_MATCH_ATTEMPTS = 3  # a match unplayable for no bot's fault this often is given up
 
 
 def upload_path(data_dir: Path, team_id: int, version_id: int) -> Path:
@@ -440,7 +443,8 @@ async def _play_one(
             log.info("a bot ended before the game", match=match_id, game=number, error=str(error))
             return forfeit_row(number, seats, one, ended), None
         raise ServerFailure(f"game {number}: {error}") from None
-    result = _server_result(observation, number, admin_server)
+    finished = _server_game(observation, number, admin_server)
+    result = finished.result
     if not result.regular and result.winner is None:
         # Nobody won an irregular game: both seats counted as gone (e.g. one bot ended after
         # joining, before the other had joined). A bot whose process failed by itself in
@@ -455,7 +459,18 @@ async def _play_one(
         if len(failed) == 1:
             return forfeit_row(number, seats, one, failed), _replay(observation)
     row = scored_row(number, seats, one, result, list(observation.crashed))
-    return row, _replay(observation)
+    # The server's own move times (its lobby's clock), each seat's: the team page's profile.
+    times_a, times_b = seat_times(finished.move_ms, one)
+    return dataclasses.replace(row, move_ms_a=times_a, move_ms_b=times_b), _replay(observation)
+
+
+def seat_times(move_ms: Sequence[float], one: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Each seat's move times (seat 0: version a) from a game's move times in move order;
+    `one` is the seat holding team ONE, which moves on the even turns."""
+    seats: tuple[list[float], list[float]] = ([], [])
+    for slot, ms in zip(movers(len(move_ms)), move_ms, strict=True):
+        seats[one if slot == 0 else 1 - one].append(round(float(ms), 1))
+    return tuple(seats[0]), tuple(seats[1])
 
 
 def match_error(raised: BaseException) -> MatchError | None:
@@ -472,14 +487,15 @@ def match_error(raised: BaseException) -> MatchError | None:
     return None
 
 
-def _server_result(observation: Observation, number: int, server: ServerAddress) -> GameResult:
-    """The server's own record of the game's result; ServerFailure when it has none."""
+def _server_game(observation: Observation, number: int, server: ServerAddress) -> FinishedGame:
+    """The server's own record of the game (its result, its move times); ServerFailure when
+    it has none."""
     finished = None if server.games is None else server.games.take(observation.summary.room_id)
     if finished is None:
         raise ServerFailure(f"game {number}: the server did not record the room")
     if finished.end not in ("over", "expired"):
         raise ServerFailure(f"game {number} ended without a result ({finished.end})")
-    return finished.result
+    return finished
 
 
 def _replay(observation: Observation) -> bytes:
@@ -623,15 +639,7 @@ async def _play_match(
 
 
 def _with_replay(row: GameResultRow, name: str) -> GameResultRow:
-    return GameResultRow(
-        row.number,
-        row.first_version,
-        row.points_a,
-        row.points_b,
-        row.reason_a,
-        row.reason_b,
-        name,
-    )
+    return dataclasses.replace(row, replay=name)
 
 
 # ---- workers and the scheduler ---------------------------------------------------------------
@@ -664,7 +672,18 @@ async def work_once(
         return None
     try:
         await _play_match(db, claim, settings, server)
-    except (ServerFailure, StaleAttemptError) as error:
+    except StaleAttemptError as error:
+        log.warning("match taken over", match=claim.match_id, error=str(error))
+        await db.call(db.store.abandon_match, claim)
+        return f"match {claim.match_id} given back"
+    except ServerFailure as error:
+        attempts = await db.call(db.store.attempts, "match", claim.match_id)
+        if len(attempts) >= MAX_MATCH_ATTEMPTS:
+            # Unplayable for no bot's fault every time (an upload's file gone, an image that
+            # does not build): claimed forever it would stall the ladder's oldest-first queue.
+            await db.call(db.store.give_up_match, claim, str(error))
+            log.error("match given up", match=claim.match_id, error=str(error))
+            return f"match {claim.match_id} given up"
         log.warning("match given back", match=claim.match_id, error=str(error))
         await db.call(db.store.abandon_match, claim)
         return f"match {claim.match_id} given back"

@@ -384,9 +384,10 @@ def _render_state(state: GameState, depth: int, room_id: str | None = None) -> s
     return "".join(parts)
 
 
-# Rendered rows by (depth, width, the row's bits of each bitboard): a move changes at most
-# two rows of ten, so a memento is mostly rows rendered before. Cleared when full.
-_ROW_CACHE: dict[tuple[int, int, tuple[int, ...]], str] = {}
+# Rendered rows by (depth, width, GameState.row_keys() entry) for boards rendered without a
+# room (replays, tests): a move changes at most two rows of ten, so a board is mostly rows
+# rendered before. Cleared when full.
+_ROW_CACHE: dict[tuple[int, int, tuple[int, int, int, int, int]], str] = {}
 _ROW_CACHE_SIZE = 4096
 
 
@@ -405,9 +406,7 @@ def _state_board_xml(state: GameState, depth: int, room_id: str | None = None) -
         return board_xml(state.rows(), depth)
     pieces = _board_pieces(depth)
     if room_id is None:
-        boards = state.bitboards()
-        rows = [_row_xml(state, y, boards, depth, pieces) for y in range(height)]
-        return "<board>" + "".join(rows) + pieces[4]
+        return _cached_rows_xml(state, depth, pieces)
     return "<board>" + "".join(_room_rows(state, depth, room_id, pieces)) + pieces[4]
 
 
@@ -455,27 +454,25 @@ def _room_rows(
     return rows
 
 
-def _row_xml(
-    state: GameState,
-    y: int,
-    boards: tuple[int, ...],
-    depth: int,
-    pieces: tuple[dict[str, str], str, str, str, str],
+def _cached_rows_xml(
+    state: GameState, depth: int, pieces: tuple[dict[str, str], str, str, str, str]
 ) -> str:
-    """Row `y` of the board, from the row cache (by the row's bits) or rendered now."""
+    """The board with the rows rendered before (by their bits) taken from the row cache."""
+    cache = _ROW_CACHE
+    parts = ["<board>"]
+    fields, row_open, row_close, _, board_close = pieces
     width = state.width
-    shift = y * (width + 1)
-    mask = (1 << width) - 1
-    key = tuple([(bits >> shift) & mask for bits in boards])
-    depth_key = (depth, width, key)
-    cached = _ROW_CACHE.get(depth_key)
-    if cached is None:
-        fields, row_open, row_close, _, _ = pieces
-        cached = row_open + "".join([fields[cell._name_] for cell in state.row(y)]) + row_close
-        if len(_ROW_CACHE) >= _ROW_CACHE_SIZE:
-            _ROW_CACHE.clear()  # (threads: a lost entry is only rendered again)
-        _ROW_CACHE[depth_key] = cached
-    return cached
+    for y, key in enumerate(state.row_keys()):
+        cached = cache.get((depth, width, key))
+        if cached is None:
+            cells = state.row(y)
+            cached = row_open + "".join([fields[cell._name_] for cell in cells]) + row_close
+            if len(cache) >= _ROW_CACHE_SIZE:
+                cache.clear()  # (threads: a lost entry is only rendered again)
+            cache[(depth, width, key)] = cached
+        parts.append(cached)
+    parts.append(board_close)
+    return "".join(parts)
 
 
 def _memento_xml(room_id: str, state: GameState, depth: int) -> str:

@@ -7,6 +7,7 @@ the number of refusals when it is gone.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import resource
 from typing import Any
@@ -81,6 +82,7 @@ def connection_cap(max_connections: int, descriptor_limit: int) -> int:
     return max(1, min(max_connections, descriptor_limit - DESCRIPTOR_RESERVE))
 
 
+@functools.lru_cache(maxsize=1024)  # parsed per connection (admit, release), from few hosts
 def address_key(host: str) -> str:
     """The remote address a per-address limit counts: IPv4-mapped IPv6 is the IPv4 address."""
     try:
@@ -92,6 +94,7 @@ def address_key(host: str) -> str:
     return str(address)
 
 
+@functools.lru_cache(maxsize=1024)
 def is_loopback(host: str) -> bool:
     """127.0.0.0/8 and ::1 (also IPv4-mapped)."""
     try:

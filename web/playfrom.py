@@ -29,7 +29,7 @@ from typing import Any
 import structlog
 import trio
 
-from engine import FieldState, GameState, Team
+from engine import Direction, FieldState, GameState, Move, Team
 from launching import MatchError, RunningPlayer
 from runner.options import player_command
 from runner.processes import ProcessLauncher
@@ -54,7 +54,8 @@ class StartError(ValueError):
 
 def start_state(body: dict[str, Any]) -> GameState:
     """The position of a request body: `board` (rows[y][x] of FieldState names, y = 0 the
-    bottom row, as the pages' state JSON), `turn`, `firstUnion` ("ONE", "TWO" or null)."""
+    bottom row, as the pages' state JSON), `turn`, `firstUnion` ("ONE", "TWO" or null) and
+    `lastMove` (null or {x, y, dir})."""
     board, turn, union = body.get("board"), body.get("turn"), body.get("firstUnion")
     if not (isinstance(board, list) and len(board) == 10):
         raise StartError("board: 10 rows of 10 field names")
@@ -70,10 +71,28 @@ def start_state(body: dict[str, Any]) -> GameState:
         raise StartError("turn: a whole number 0 … 60")
     if union not in (None, "ONE", "TWO"):
         raise StartError("firstUnion: ONE, TWO or null")
-    state = GameState.from_rows(rows, turn=turn, first_union=None if union is None else Team[union])
+    state = GameState.from_rows(
+        rows,
+        turn=turn,
+        first_union=None if union is None else Team[union],
+        last_move=_last_move(body.get("lastMove")),
+    )
     if state.is_over:
         raise StartError("the game is over in this position: nothing to play")
     return state
+
+
+def _last_move(value: Any) -> Move | None:
+    """The move that led to the position (shown as its arrow, kept in the replay), or None."""
+    if value is None:
+        return None
+    try:
+        x, y, direction = value["x"], value["y"], Direction[value["dir"]]
+    except (KeyError, TypeError):
+        raise StartError("lastMove: null or {x, y, dir}") from None
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 10 for n in (x, y)):
+        raise StartError("lastMove: x and y are whole numbers 0 … 9")
+    return Move(x, y, direction)
 
 
 class PlayBots:

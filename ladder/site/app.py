@@ -15,6 +15,7 @@ given the ladder's replay files behind the access rule.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from ladder.site import access
 from ladder.site.admin import AdminRoutes
 from ladder.site.api import ApiRoutes
 from ladder.site.forms import UPLOAD_SECONDS, bounded_form, text_field
-from ladder.site.pages import NO_DOCKER, esc, form, page, panel, table
+from ladder.site.pages import NO_DOCKER, TITLE, esc, form, page, panel, table, when
 from ladder.site.sessions import (
     LadderSession,
     Sessions,
@@ -52,6 +53,7 @@ from ladder.site.uploads import (
 )
 from ladder.store import (
     InviteError,
+    LadderMatch,
     LadderStore,
     Member,
     Team,
@@ -175,6 +177,7 @@ class LadderSite:
                 Route("/invite/{token}", self.invite_page),
                 Route("/invite/{token}", self.accept_invite, methods=["POST"]),
                 *self.team.routes(),
+                Route("/match/{match_id:int}", self.match_page),
                 Route("/game/{match_id:int}/{number:int}", self.game_page),
                 Route("/replays", self.viewer_page),
                 *self.admin.routes(),
@@ -331,6 +334,65 @@ class LadderSite:
             and any(r.number == number for r in match.results)
         )
 
+    async def match_page(self, request: Request) -> Response:
+        """A match: its two versions and its games (each opened in the replay page)."""
+        reader = await self.reader(request)
+        match_id = int(request.path_params["match_id"])
+
+        def look() -> tuple[LadderMatch, dict[int, tuple[str, int]]] | None:
+            match = self.store.match(match_id)
+            if match is None or not access.match_visible(self.store, match, reader.team_id):
+                return None
+            return match, self._sides(match)
+
+        found = await self.call(look)
+        if found is None:
+            return self.render(reader, "No such match", "", status=404, failure="no such match")
+        match, sides = found
+
+        def side(version_id: int) -> str:
+            name, team_id = sides[version_id]
+            return f'<a href="/team/{team_id}">{esc(name)}</a>'
+
+        rows = []
+        for result in match.results:
+            second = match.version_b if result.first_version == match.version_a else match.version_a
+            points = (
+                (result.points_a, result.points_b)
+                if result.first_version == match.version_a
+                else (result.points_b, result.points_a)
+            )
+            rows.append(
+                [
+                    str(result.number),
+                    side(result.first_version),
+                    side(second),
+                    f"{points[0]}:{points[1]}",
+                    f'<a class="game" href="/game/{match.id}/{result.number}">watch</a>',
+                ]
+            )
+        kind = "ranked" if match.ranked else "challenge (unranked)"
+        body = panel(
+            f"Match {match.id}",
+            f"<p>{side(match.version_a)} against {side(match.version_b)} · {kind} · "
+            f"finished {when(match.finished)}</p>"
+            + table(["game", "first", "second", "points", ""], rows, name="match-games"),
+            name="match",
+        )
+        return self.render(reader, f"Match {match.id}", body)
+
+    def _sides(self, match: LadderMatch) -> dict[int, tuple[str, int]]:
+        """Each version of a visible match: its display name and team."""
+        sides = {}
+        for version_id in (match.version_a, match.version_b):
+            version = self.store.version(version_id)
+            team = self.store.team(version.team_id) if version is not None else None
+            if version is not None and team is not None:
+                sides[version_id] = (f"{team.name} v{version.number}", team.id)
+            else:
+                sides[version_id] = ("?", 0)
+        return sides
+
     async def viewer_page(self, request: Request) -> Response:
         """The web viewer's replay page as it is."""
         return FileResponse(VIEWER_STATIC / "replays.html", headers=PAGE_HEADERS)
@@ -353,11 +415,26 @@ class LadderSite:
         return Request(scope, request.receive)
 
     async def replay(self, request: Request) -> Response:
-        """A game's replay as the replay page's JSON."""
+        """A game's replay as the replay page's JSON, with the ladder's links of the game
+        (`links`: its match and both teams; the replay page shows them above the board)."""
         checked = await self._visible_replay(request)
         if isinstance(checked, Response):
             return checked
-        return await self.replays.replay(checked)
+        answer = await self.replays.replay(checked)
+        ids = self._replay_request(checked)
+        match = await self.call(self.store.match, ids[0]) if ids is not None else None
+        if answer.status_code != 200 or match is None:
+            return answer
+        sides = await self.call(self._sides, match)
+        links = [{"label": f"match {match.id}", "href": f"/match/{match.id}"}]
+        links += [
+            {"label": name, "href": f"/team/{team_id}"}
+            for name, team_id in (sides[match.version_a], sides[match.version_b])
+            if team_id
+        ]
+        data = json.loads(bytes(answer.body))
+        data["links"] = links
+        return JSONResponse(data, headers={"Cache-Control": "no-store"})
 
     async def replay_download(self, request: Request) -> Response:
         """A game's replay file."""
@@ -367,30 +444,41 @@ class LadderSite:
         return await self.replays.download(checked)
 
     async def replay_listing(self, request: Request) -> Response:
-        """The replay page's list: the reader's visible games, newest first (one page)."""
+        """The replay page's list: a page of the reader's visible games, newest first.
+        `?offset=` is the `next` of the page before (a match id: the viewer's script sends
+        it back as it is; absent or 0 for the newest), `?limit=` the games per page (whole
+        matches; at most `access.MAX_PAGE_GAMES`)."""
         reader = await self.reader(request)
+        try:
+            offset = int(request.query_params.get("offset", "0"))
+            limit = int(request.query_params.get("limit", str(access.PAGE_GAMES)))
+        except ValueError:
+            return error(400, "offset and limit: whole numbers")
+        if offset < 0 or limit < 1:
+            return error(400, "offset: 0 or a listing's next; limit: 1 or more")
 
-        def listing() -> list[dict[str, Any]]:
-            entries = []
-            for full in self.store.matches(limit=100):
-                if access.match_visible(self.store, full, reader.team_id):
-                    for result in full.results:
-                        entries.append(
-                            {
-                                "name": f"{full.id}-{result.number}.xml.gz",
-                                "size": 0,
-                                "mtime": (full.finished or 0) / 1000,
-                            }
-                        )
-            return entries
+        def listing() -> tuple[list[dict[str, Any]], int | None]:
+            matches, following = access.visible_matches(
+                self.store, reader.team_id, before=offset or None, games=limit
+            )
+            entries = [
+                {
+                    "name": f"{full.id}-{result.number}.xml.gz",
+                    "size": 0,
+                    "mtime": (full.finished or 0) / 1000,
+                }
+                for full in matches
+                for result in full.results
+            ]
+            return entries, following
 
-        entries = await self.call(listing)
+        entries, following = await self.call(listing)
         return JSONResponse(
             {
                 "replays": entries,
-                "total": len(entries),
-                "offset": 0,
-                "next": None,
+                "total": None,  # not counted: the rule is applied page by page
+                "offset": offset,
+                "next": following,
                 "truncated": False,
             }
         )
@@ -408,13 +496,38 @@ class LadderSite:
                 "play": False,
                 "csrf": reader.session.csrf,
                 "member": reader.name,
+                # What the viewer's header says of who is reading (its own says "read-only").
+                "label": reader.name if reader.name is not None else "not signed in",
             }
         )
         return self._send(response, request, reader.session if fresh else None)
 
     async def config(self, request: Request) -> Response:
-        """The viewer's configuration JSON (no league link, no game port)."""
-        return JSONResponse({"league": False, "softTimeoutMs": 2000, "gamePort": 0})
+        """The viewer's configuration JSON (no league link, no game port) and its context
+        inside the ladder: the ladder's navigation in its header, no "play from here" (the
+        ladder has no game server to play on), the ladder's words for an empty listing."""
+        reader = await self.reader(request)
+        nav = [
+            {"label": "Ladder", "href": "/", "name": "ladder"},
+            {"label": "Replays", "href": "/replays", "name": "replays"},
+        ]
+        if reader.team is not None:
+            nav.append({"label": "Our team", "href": f"/team/{reader.team.id}", "name": "team"})
+        if reader.admin:
+            nav.append({"label": "Admin", "href": "/admin", "name": "admin"})
+        if reader.member is None:
+            nav.append({"label": "Sign in", "href": "/login", "name": "login"})
+        context = {
+            "title": TITLE,
+            "nav": nav,
+            "play": False,
+            "replaysTitle": "Games of this ladder",
+            "noReplays": "No ladder games yet.",
+        }
+        return JSONResponse(
+            {"league": False, "softTimeoutMs": 2000, "gamePort": 0, "context": context},
+            headers={"Cache-Control": "no-store"},
+        )
 
     def _script_guard(
         self, handler: Callable[[Request, Session], Awaitable[Response]]

@@ -97,7 +97,7 @@ def panel(title: str, inner: str, *, name: str = "") -> str:
     return f'<section class="panel"{named}><h2>{esc(title)}</h2>{inner}</section>'
 
 
-def rating_graph(history: Sequence[tuple[int, float, float]]) -> str:
+def rating_graph(history: Sequence[tuple[int, float, float]], *, name: str = "rating-graph") -> str:
     """A version's rating over time (a band of ± its deviation) as inline SVG."""
     if not history:
         return '<p class="empty">No ranked games yet.</p>'
@@ -118,7 +118,7 @@ def rating_graph(history: Sequence[tuple[int, float, float]]) -> str:
     band += [f"{x(i):.1f},{y(v):.1f}" for i, v in reversed(list(enumerate(lows)))]
     last = history[-1]
     return (
-        f'<svg id="rating-graph" class="graph" viewBox="0 0 {width:.0f} {height:.0f}" '
+        f'<svg id="{esc(name)}" class="graph" viewBox="0 0 {width:.0f} {height:.0f}" '
         f'role="img" aria-label="rating over time" data-points="{len(history)}">'
         f'<polygon points="{" ".join(band)}" fill="#8ab4f8" fill-opacity="0.3"/>'
         f'<polyline points="{line}" fill="none" stroke="#1a73e8" stroke-width="2"/>'

@@ -5,6 +5,7 @@ challenges), with the forms and files behind it. What a reader may see: `ladder.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,12 +13,14 @@ import structlog
 import trio
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from ladder.site import access
 from ladder.site.forms import UPLOAD_SLACK, text_field
 from ladder.site.pages import NO_DOCKER, esc, form, panel, rating_graph, table, when
+from ladder.site.times import Profile, figures_text, histogram, limit_bar
+from ladder.site.times import profile as times_profile
 from ladder.site.uploads import UploadRefused, discard, place, receive_upload
 from ladder.store import ChallengeLimitError, LadderError, Team, Version
 from ladder.work import card_path, game_log_path, upload_path
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("ladder.site")
 
 MAX_CHALLENGE_GAMES = 10
+TEAM_PAGE_GAMES = 50  # games on one page of a team's games (older ones: the next page)
 MAX_FILE_BYTES = 4 * 1024 * 1024  # launching.botlog bounds what a worker writes; this bounds a read
 MESSAGES = {
     "uploaded": "Upload received: it is queued for the check.",
@@ -36,6 +40,19 @@ MESSAGES = {
     "token": "Token revoked.",
     "challenge": "Challenge queued: its games appear below once played.",
 }
+
+
+@dataclass(frozen=True)
+class TeamView:
+    """What a reader may see of a team (read on the store's thread)."""
+
+    team: Team
+    active: Version | None
+    # released versions: (version, rating history, time profile of the games the reader sees)
+    public: list[tuple[Version, list[tuple[int, float, float]], Profile]]
+    own_profiles: list[tuple[Version, Profile]]  # every version's (its own members only)
+    games: list[dict[str, Any]]
+    next_games: int | None  # the cursor of the next page of games
 
 
 class TeamRoutes:
@@ -59,6 +76,7 @@ class TeamRoutes:
             Route("/team/{team_id:int}/challenge", self.challenge_form, methods=["POST"]),
             Route("/team/{team_id:int}/versions/{version_id:int}/card", self.card),
             Route("/team/{team_id:int}/versions/{version_id:int}/bot.zip", self.bot_zip),
+            Route("/team/{team_id:int}/versions/{version_id:int}/times", self.times),
             Route("/team/{team_id:int}/logs/{match_id:int}/{number:int}", self.bot_log),
         ]
 
@@ -69,18 +87,27 @@ class TeamRoutes:
         reader = await self.site.reader(request)
         team_id = int(request.path_params["team_id"])
         mine = reader.team_id == team_id
-        view = await self.site.call(self._team_view, team_id, reader.team_id)
+        try:
+            before = int(request.query_params.get("before", "0")) or None
+        except ValueError:
+            before = None
+        view = await self.site.call(self._team_view, team_id, reader.team_id, before)
         if view is None:
             return self.site.render(reader, "No such team", "", status=404, failure="no such team")
-        team, active, history, games = view
+        team, active = view.team, view.active
         parts = [
             f'<h2 id="team-name">{esc(team.name)}</h2>',
             '<p class="error">This team is suspended: its bot does not play.</p>'
             if team.suspended
             else "",
             f'<p id="active-version">Active version: {_number(active)}</p>',
-            panel("Rating", rating_graph(history)),
-            panel("Games", self._games_table(games, team_id if mine else None), name="games"),
+            panel("Rating and move times", self._released_part(view), name="released"),
+            panel(
+                "Games",
+                self._games_table(view.games, team_id if mine else None)
+                + _older_link(team_id, view.next_games),
+                name="games",
+            ),
         ]
         if mine:
             if new_token is not None:
@@ -89,29 +116,45 @@ class TeamRoutes:
                     '<p class="notice">New API token (shown once; keep it as a CI secret): '
                     f'<code class="token" id="new-token">{esc(new_token)}</code></p>',
                 )
-            parts.append(await self._private_part(reader, team))
+            parts.append(await self._private_part(reader, team, view.own_profiles))
         key = request.query_params.get("done", "")
         notice.setdefault("message", MESSAGES.get(key, ""))
         return self.site.render(reader, team.name, "".join(parts), **notice)
 
     def _team_view(
-        self, team_id: int, reader_team: int | None
-    ) -> tuple[Team, Version | None, list[tuple[int, float, float]], list[dict[str, Any]]] | None:
+        self, team_id: int, reader_team: int | None, before: int | None
+    ) -> TeamView | None:
         store = self.site.store
         team = store.team(team_id)
         if team is None:
             return None
-        active = next((v for v in store.versions(team_id) if v.active), None)
-        history = store.rating_history(active.id) if active is not None else []
+        versions = store.versions(team_id)
+        active = next((v for v in versions if v.active), None)
+        # The public part: every released version (the active one first), its rating
+        # history and the move times of its games the reader may see.
+        released = sorted(
+            (v for v in versions if access.released(store, v)),
+            key=lambda v: (not v.active, -v.number),
+        )
+        public = []
+        for version in released:
+            times = access.visible_move_times(store, version, reader_team) or []
+            public.append((version, store.rating_history(version.id), times_profile(times)))
+        own: list[tuple[Version, Profile]] = []
+        if reader_team == team_id:
+            for version in sorted(versions, key=lambda v: -v.number):
+                times = access.visible_move_times(store, version, reader_team) or []
+                own.append((version, times_profile(times)))
+        matches, following = access.visible_matches(
+            store, reader_team, of_team=team_id, before=before, games=TEAM_PAGE_GAMES
+        )
         games: list[dict[str, Any]] = []
-        for full in store.matches(team_id=team_id, limit=50):
-            if not access.match_visible(store, full, reader_team):
-                continue
+        for full in matches:
             names = {}
             for version_id in (full.version_a, full.version_b):
-                version = store.version(version_id)
-                owner = store.team(version.team_id) if version is not None else None
-                names[version_id] = f"{owner.name} v{version.number}" if owner and version else "?"
+                side = store.version(version_id)
+                owner = store.team(side.team_id) if side is not None else None
+                names[version_id] = f"{owner.name} v{side.number}" if owner and side else "?"
             for result in full.results:
                 first = result.first_version
                 second = full.version_b if first == full.version_a else full.version_a
@@ -131,7 +174,30 @@ class TeamRoutes:
                         "finished": full.finished,
                     }
                 )
-        return team, active, history, games
+        return TeamView(team, active, public, own, games, following)
+
+    @staticmethod
+    def _released_part(view: TeamView) -> str:
+        if not view.public:
+            return '<p class="empty">No version on the ladder yet.</p>'
+        parts = []
+        for version, history, times in view.public:
+            name = "rating-graph" if version.active else f"rating-graph-v{version.number}"
+            title = f"v{version.number}" + (" (active)" if version.active else "")
+            parts.append(
+                f'<div class="version-profile" data-version="{version.number}">'
+                f"<h3>{esc(title)}</h3>"
+                f"{rating_graph(history, name=name)}"
+                f"<h4>Move times ({times.moves} moves in {times.games} games)</h4>"
+                f"{histogram(times, name=f'time-histogram-v{version.number}')}"
+                + (
+                    f'<p class="small time-figures">{figures_text(times)} {limit_bar(times)}</p>'
+                    if times.moves
+                    else ""
+                )
+                + "</div>"
+            )
+        return "".join(parts)
 
     @staticmethod
     def _games_table(games: list[dict[str, Any]], own_team: int | None) -> str:
@@ -158,7 +224,9 @@ class TeamRoutes:
             )
         return table(["match", "first", "second", "points", "kind", "finished", ""], rows)
 
-    async def _private_part(self, reader: Reader, team: Team) -> str:
+    async def _private_part(
+        self, reader: Reader, team: Team, profiles: list[tuple[Version, Profile]]
+    ) -> str:
         assert reader.session is not None
         csrf = reader.session.csrf
         versions, tokens, members, standings = await self.site.call(
@@ -257,6 +325,7 @@ class TeamRoutes:
                     table(["id", "created", "by", ""], token_rows, name="tokens")
                     + form(f"{base}/tokens", csrf, '<button type="submit">New token</button>'),
                 ),
+                panel("Move times of every version", _times_table(base, profiles)),
                 panel("Challenge", challenge),
                 panel("Members", ", ".join(esc(m.username) for m in members)),
             ]
@@ -454,6 +523,28 @@ class TeamRoutes:
             headers=_file_headers(),
         )
 
+    async def times(self, request: Request) -> Response:
+        """A version's time profile as JSON: a released version's for everyone (its public
+        games), any of the team's own versions for its members; 404 otherwise."""
+        reader = await self.site.reader(request)
+        team_id = int(request.path_params["team_id"])
+        version_id = int(request.path_params["version_id"])
+
+        def look() -> tuple[Version, Profile] | None:
+            store = self.site.store
+            version = store.version(version_id)
+            if version is None or version.team_id != team_id:
+                return None
+            times = access.visible_move_times(store, version, reader.team_id)
+            return None if times is None else (version, times_profile(times))
+
+        found = await self.site.call(look)
+        if found is None:
+            return error(404, "not found")
+        version, times = found
+        body = {"team": team_id, "version": version.number, **times.to_json()}
+        return JSONResponse(body, headers={"Cache-Control": "private, no-store"})
+
     async def bot_log(self, request: Request) -> Response:
         """A bot's stdout/stderr of one game (its team only)."""
         reader = await self.site.reader(request)
@@ -482,6 +573,44 @@ def _read_bounded(path: Path, limit: int) -> bytes | None:
             return file.read(limit)
     except OSError:
         return None
+
+
+def _older_link(team_id: int, cursor: int | None) -> str:
+    if cursor is None:
+        return ""
+    return (
+        f'<p><a id="older-games" href="/team/{team_id}?before={cursor}#games">older games</a></p>'
+    )
+
+
+def _times_table(base: str, profiles: list[tuple[Version, Profile]]) -> str:
+    """Every version's time profile in one table (the team's own view)."""
+    if not profiles:
+        return '<p class="empty">No versions yet.</p>'
+
+    def ms(value: float | None) -> str:
+        return "–" if value is None else f"{value:.1f}"
+
+    rows = [
+        [
+            f"v{version.number}",
+            str(p.games),
+            str(p.moves),
+            ms(p.median),
+            ms(p.p90),
+            ms(p.p99),
+            ms(p.max),
+            f"{p.near} / {p.over}",
+            limit_bar(p),
+            f'<a href="{base}/versions/{version.id}/times">JSON</a>',
+        ]
+        for version, p in profiles
+    ]
+    return table(
+        ["version", "games", "moves", "median ms", "p90", "p99", "max", "near / over 2 s", "", ""],
+        rows,
+        name="time-profiles",
+    )
 
 
 def _number(version: Version | None) -> str:

@@ -24,6 +24,13 @@ from tests.ladder.site_client import PASSWORD, running_site, sign_in, zip_bytes
 BOT = zip_bytes({"start.sh": '#!/bin/sh\nexec python3 bot.py "$@"\n', "bot.py": "print(1)\n"})
 
 
+# A played match's move times (ms) per game: (version a's, version b's).
+MOVE_MS = (
+    ((12.5, 30.0, 1600.0), (4.0, 5.0, 6.0)),
+    ((20.0, 2100.0), (8.0, 9.0)),
+)
+
+
 def passed_version(store: LadderStore, data_dir: Path, team_id: int, *, active: bool) -> int:
     """A version that passed its check (as a worker leaves it), its file in place."""
     version = store.add_version(
@@ -63,9 +70,10 @@ def played_match(store: LadderStore, data_dir: Path, a: int, b: int, *, ranked: 
         logs.mkdir(parents=True, exist_ok=True)
         for number in (1, 2):
             (logs / f"{match_id}-{number}.log").write_text(f"log of team {team.team_id}\n")
+    # Move times as the worker records them (the server's clock): MOVE_MS of each side.
     rows = [
-        GameResultRow(1, a, 2, 0, "regular", "regular", f"{match_id}-1.xml.gz"),
-        GameResultRow(2, b, 1, 1, "regular", "regular", f"{match_id}-2.xml.gz"),
+        GameResultRow(1, a, 2, 0, "regular", "regular", f"{match_id}-1.xml.gz", *MOVE_MS[0]),
+        GameResultRow(2, b, 1, 1, "regular", "regular", f"{match_id}-2.xml.gz", *MOVE_MS[1]),
     ]
     store.record_match(claim, rows)
     return match_id

@@ -225,6 +225,8 @@ def test_invite_upload_card_activate_games_rating_replay_analysis(
         expect(page.locator("#standings")).to_contain_text("Sharks")
         page.goto(url + f"/team/{sharks}")
         expect(page.locator("#rating-graph")).to_be_visible()
+        expect(page.locator("#released svg.time-histogram").first).to_be_visible()
+        expect(page.locator("#time-profiles")).to_be_visible()
         expect(page.locator("#games a.game").first).to_be_visible()
         log_link = page.locator("#games a.log").first.get_attribute("href") or ""
         assert page.request.get(url + log_link).ok
@@ -232,6 +234,13 @@ def test_invite_upload_card_activate_games_rating_replay_analysis(
         page.locator("#games a.game").first.click()
         expect(page.locator("#viewer")).to_be_visible()
         expect(page.locator("#board")).to_have_attribute("data-index", "0")
+        # The viewer's page in the ladder's context: the ladder's header, the game's links,
+        # nothing of the viewer's own server (Games, Play, "read-only", play from here).
+        expect(page.locator("header nav a").first).to_have_text("Ladder")
+        expect(page.locator('header nav a[href="/play"]')).to_have_count(0)
+        expect(page.locator("header .who")).not_to_have_text("read-only")
+        expect(page.locator("#context-links a")).to_have_count(3)
+        expect(page.locator('[data-feature="play"]')).to_be_hidden()
         page.click("#analyse")
         expect(page.locator("#analyse-progress")).to_contain_text("analysed", timeout=60_000)
         expect(page.locator("#advantage")).to_be_visible()

@@ -5,6 +5,7 @@ out, while B itself gets them (so each refusal is the rule, not a broken endpoin
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,9 +74,12 @@ def b_reads(w: World) -> list[str]:
         f"/game/{pm}/1",
         f"/api/replays/{pm}-1.xml.gz",
         f"/api/replays/{pm}-2.xml.gz/download",
+        f"/match/{pm}",
+        f"/team/{b}/versions/{w.vb2}/times",  # the time profile of an unreleased version
         # B's objects under A's own paths: the path's team is not the object's.
         f"/team/{w.a}/versions/{w.vb2}/card",
         f"/team/{w.a}/versions/{w.vb2}/bot.zip",
+        f"/team/{w.a}/versions/{w.vb2}/times",
     ]
 
 
@@ -112,7 +116,7 @@ async def test_team_b_sees_its_own_objects(tmp_path: Path) -> None:
         w = build(site)
         bob = site.client()
         await sign_in(bob, "bob")
-        for path in b_reads(w)[:9]:
+        for path in b_reads(w)[:11]:
             answer = await bob.get(path)
             assert answer.status in (200, 303), path
         page = await bob.get(f"/team/{w.b}")
@@ -132,6 +136,21 @@ async def test_others_never_read_team_bs_objects(tmp_path: Path) -> None:
             page = await client.get(f"/team/{w.b}")
             assert page.status == 200 and 'id="private"' not in page.text, who
             assert "secret" not in page.text and f"/game/{w.private_match}/" not in page.text
+            # Only B's released version has a public profile (rating graph, move times).
+            assert 'class="version-profile" data-version="1"' in page.text
+            assert 'data-version="2"' not in page.text and 'id="time-profiles"' not in page.text
+            public = await client.get(f"/team/{w.b}/versions/{w.vb1}/times")
+            assert public.status == 200 and json.loads(public.body)["moves"] > 0
+            # Every page of the listing keeps B's unreleased games out.
+            cursor = 0
+            while True:
+                paged = json.loads((await client.get(f"/api/replays?limit=1&offset={cursor}")).body)
+                assert all(
+                    not e["name"].startswith(f"{w.private_match}-") for e in paged["replays"]
+                )
+                if paged["next"] is None:
+                    break
+                cursor = paged["next"]
             # B's public game is public.
             assert f"/game/{w.public_match}/1" in page.text
             assert (await client.get(f"/api/replays/{w.public_match}-1.xml.gz")).status == 200

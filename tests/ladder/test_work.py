@@ -18,6 +18,7 @@ import trio
 from engine import GameResult, PlayerEntry, Team
 from ladder.store import GameResultRow, LadderStore, RecordStatus, StaleAttemptError
 from ladder.work import (
+    MAX_MATCH_ATTEMPTS,
     NO_DOCKER_NOTE,
     LadderDb,
     WorkSettings,
@@ -115,6 +116,15 @@ async def test_a_match_is_played_with_sides_swapped_and_recorded_once(ladder: La
         assert row.replay == replay_path(ladder.data_dir, match_id, row.number).name
         replay = gzip.decompress(replay_path(ladder.data_dir, match_id, row.number).read_bytes())
         assert b'class="result"' in replay
+        # The server's move times of each side (the team page's profile): the first mover
+        # made as many moves as the other or one more.
+        first, second = (
+            (row.move_ms_a, row.move_ms_b)
+            if row.first_version == a
+            else (row.move_ms_b, row.move_ms_a)
+        )
+        assert second and len(first) - len(second) in (0, 1), row
+    assert [t.number for t in ladder.store.move_times(a)] == [2, 1]
     for version in (a, b):
         team = ladder.store.version(version)
         assert team is not None
@@ -202,21 +212,27 @@ def test_a_scored_game_charges_the_irregular_loser() -> None:
     assert row.reason_b.startswith("CRASH: ") and row.reason_a.startswith("won")
 
 
-async def test_a_missing_upload_is_given_back_not_charged(ladder: Ladder) -> None:
+async def test_a_missing_upload_is_given_back_then_given_up_not_charged(
+    ladder: Ladder,
+) -> None:
     a = ladder.active("Here", shell_bot())
     b = ladder.active("Gone", shell_bot())
-    gone = ladder.store.version(b)
-    assert gone is not None
-    (ladder.data_dir / "uploads" / str(gone.team_id) / f"{b}.zip").unlink()
+    (ladder.data_dir / "uploads" / str(ladder.team_of(b)) / f"{b}.zip").unlink()
     match_id = ladder.store.create_match(a, b)
     db = db_of(ladder)
+    settings = WorkSettings(ladder.data_dir, docker=False, worker="w1")
     try:
-        done = await work_once(db, WorkSettings(ladder.data_dir, docker=False, worker="w1"))
+        done = [await work_once(db, settings) for _ in range(MAX_MATCH_ATTEMPTS)]
+        assert await work_once(db, settings) is None  # nothing is claimed again
     finally:
         db.close()
-    assert done == f"match {match_id} given back"
+    assert done == [f"match {match_id} given back"] * (MAX_MATCH_ATTEMPTS - 1) + [
+        f"match {match_id} given up"
+    ]
     match = ladder.store.match(match_id)
-    assert match is not None and match.status == "pending" and not match.results
+    assert match is not None and match.status == "cancelled" and not match.results
+    assert not ladder.store.ratings()  # nobody was charged
+    assert "match given up" in [entry.action for entry in ladder.store.audit_log()]
 
 
 @pytest.mark.slow

@@ -49,6 +49,11 @@ def position(state: GameState, **extra: Any) -> dict[str, Any]:
         "board": [[field.name for field in row] for row in state.rows()],
         "turn": state.turn,
         "firstUnion": state.first_union.name if state.first_union is not None else None,
+        "lastMove": (
+            {"x": state.last_move.x, "y": state.last_move.y, "dir": state.last_move.direction.name}
+            if state.last_move is not None
+            else None
+        ),
         **extra,
     }
 
@@ -88,9 +93,11 @@ async def test_a_game_from_the_position_against_a_configured_bot_plays_to_its_re
         assert "fast" in config["playBots"]
         _browser, player = await start(running, begin, bot="fast")
         await until(lambda: player.state is not None)
-        # The page sends the board, turn and union (no last move): that position.
-        begin = GameState.from_rows(begin.rows(), begin.turn, begin.first_union)
-        assert player.state == begin and player.team is begin.current_team
+        assert (
+            begin.last_move is not None
+            and player.state == begin
+            and player.team is begin.current_team
+        )
         (room_id,) = running.viewer.hub.games
         assert player.room_id == room_id
         assert running.viewer.hub.games[room_id].states[0] == begin
@@ -160,6 +167,9 @@ async def test_play_from_here_is_guarded_checks_the_position_and_counts_the_game
             ({**begin, "turn": 61}, "turn"),
             ({**begin, "turn": "3"}, "turn"),
             ({**begin, "firstUnion": "THREE"}, "firstUnion"),
+            ({**begin, "lastMove": {"x": 1, "y": 2}}, "lastMove"),
+            ({**begin, "lastMove": {"x": 10, "y": 2, "dir": "UP"}}, "lastMove"),
+            ({**begin, "lastMove": "UP"}, "lastMove"),
             ({**begin, "bot": "stockfish"}, "bot"),
             # A page names a bot; it never gives a command.
             ({**begin, "bot": FAST_BOT}, "bot"),

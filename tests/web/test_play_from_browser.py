@@ -62,7 +62,10 @@ async def test_play_from_a_replay_position_against_a_configured_bot_command(
         assert await browser.run(lambda: page.text_content(f"#p-{opponent} .name")) == "Bot: quick"
         (player,) = running.viewer.humans.values()
         # A real room of the game server, the bot a process of the configured command.
-        assert player.room_id in running.viewer.hub.games
+        room_id = player.room_id
+        assert room_id is not None and room_id in running.viewer.hub.games
+        # It starts from the position shown, its last move included.
+        assert running.viewer.hub.games[room_id].states[0] == start
         assert player.team is start.current_team
         assert player.token in running.viewer.play.bots
         # A move by clicks; the bot answers.

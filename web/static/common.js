@@ -6,7 +6,8 @@ const Web = {
     const response = await fetch("/api/session", { credentials: "same-origin" });
     Web.session = await response.json();
     const who = document.querySelector("header .who");
-    if (who) who.textContent = Web.session.admin ? "admin" : "read-only";
+    // A site that reuses these pages (the ladder) names its reader itself.
+    if (who) who.textContent = Web.session.label || (Web.session.admin ? "admin" : "read-only");
     return Web.session;
   },
   async post(url, body) {
@@ -59,9 +60,35 @@ const Web = {
   // JSON) against `bot` (a built-in bot or one the operator configured), the person playing
   // the side to move; the play page takes it over.
   async playFrom(state, bot) {
+    const last = state.lastMove ? { x: state.lastMove.x, y: state.lastMove.y, dir: state.lastMove.dir } : null;
     const started = await Web.post("/api/play/from", { board: state.board, turn: state.turn,
-      firstUnion: state.firstUnion ?? null, team: state.current, bot });
+      firstUnion: state.firstUnion ?? null, lastMove: last, team: state.current, bot });
     location.href = "/play#game=" + encodeURIComponent(started.token);
+  },
+  // A site that reuses a page of the viewer (the ladder's replay page) hands it a context in
+  // its /api/config: its own title and navigation in the header, features it does not have
+  // hidden (elements marked data-feature="play" when `play` is false), its words for the
+  // replay listing (`replaysTitle`, `noReplays`). Without a context the page is the viewer's
+  // as it is.
+  applyContext(context) {
+    const header = document.querySelector("header");
+    if (context.title && header) {
+      header.querySelector("h1").textContent = context.title;
+      document.title = document.title.replace(/ · .*$/, " · " + context.title);
+    }
+    const nav = header && header.querySelector("nav");
+    if (nav && Array.isArray(context.nav)) {
+      nav.replaceChildren(...context.nav.map((link) =>
+        Web.el("a", { href: link.href, "data-nav": link.name || "" }, link.label)));
+      Web.markNav(document.body.dataset.page);
+    }
+    if (context.play === false) {
+      for (const node of document.querySelectorAll('[data-feature="play"]')) node.hidden = true;
+    }
+    const empty = document.getElementById("no-replays");
+    if (empty && context.noReplays) empty.textContent = context.noReplays;
+    const listing = document.getElementById("replays-title");
+    if (listing && context.replaysTitle) listing.textContent = context.replaysTitle;
   },
   markNav(name) {
     const link = document.querySelector('header nav a[data-nav="' + name + '"]');
@@ -73,6 +100,7 @@ document.addEventListener("DOMContentLoaded", () => {
   fetch("/api/config").then((r) => r.json()).then((config) => {
     const link = document.querySelector('header nav a[data-nav="league"]');
     if (link && config.league) link.hidden = false;
+    if (config.context) Web.applyContext(config.context);
     // The bots "play from here" offers: the built-in ones and the operator's (webPlayBots).
     const bots = document.getElementById("play-bot");
     if (bots && config.playBots) {

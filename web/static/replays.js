@@ -76,6 +76,17 @@ function showRecord(data) {
   box.hidden = found.length === 0;
   box.querySelector("ul").replaceChildren(...found.map((text) => Web.el("li", {}, text)));
 }
+// The game's own links from the site that serves it (the ladder: its match and teams).
+function showLinks(links) {
+  const box = document.getElementById("context-links");
+  const found = Array.isArray(links) ? links : [];
+  box.hidden = found.length === 0;
+  box.replaceChildren();
+  found.forEach((link, i) => {
+    if (i) box.append(" · ");
+    box.append(Web.el("a", { href: link.href, class: "context-link" }, link.label));
+  });
+}
 function applyAnalysis(doc) {
   const applied = Moves.fromAnalysis(doc, replay.states);
   marks = applied.marks; graph = applied.graph;
@@ -118,6 +129,7 @@ function load(data, name, turn, league, file) {
   else if (file) { download.href = URL.createObjectURL(file); download.setAttribute("download", file.name || "replay.xml"); }
   else download.hidden = true;
   document.getElementById("upload-error").textContent = "";
+  showLinks(data.links);
   showRecord(data);
   if (turn != null && !Number.isNaN(turn)) showTurn(turn); else show(0);
   if (data.analysis) {
