@@ -21,12 +21,13 @@ from bots.search import RootAnalysis, SearchBot
 from engine import FieldState, GameState, Move, Team
 
 DEFAULT_NODES = 12_000
-"""Nodes per position by default: a 60-move game in 19.6 s in one process at load 4
-(bench/analysis.py; docs/analysis.md has the figures and how often the marks agree with 8×
-the nodes)."""
-CHAIN = 10
+"""Nodes per position by default: a 60-move game in 13.3 s of CPU on one core (mean depth
+3.5; `python -m bench.analysis`, docs/analysis.md has the figures for other settings and how
+often the marks agree with 8× the nodes)."""
+CHAIN = 1
 """Positions analysed in a row by one search, each starting from the table the one before
-left (docs/analysis.md "Determinism")."""
+left. 1: every position on a fresh table — chains of 10 agreed worse with 8× the nodes
+(docs/analysis.md, `python -m bench.analysis --chain 10`)."""
 MAX_NODES = 10_000_000
 MAX_DEPTH = 60
 FORMAT = "piranhas-analysis"
@@ -276,17 +277,19 @@ def _position(bot: SearchBot, state: GameState, played: Move | None, *, fresh: b
     return first.with_only_move(only), threshold
 
 
-def _run(task: _Task) -> list[_Result]:
+def _chain(task: _Task) -> Iterator[_Result]:
     """A chain of positions in order, one bot: each search starts from the table the
     previous one left (what the position before already proved is not searched again)."""
     rows, turn, first_union, played, nodes, depth = task
     state = GameState.from_rows(rows, turn=turn, first_union=first_union)
     bot = SearchBot(0, max_nodes=nodes, max_depth=depth)
-    results = []
     for index, move in enumerate(played):
-        results.append(_position(bot, state, move, fresh=index == 0))
+        yield _position(bot, state, move, fresh=index == 0)
         state = state.apply(move)
-    return results
+
+
+def _run(task: _Task) -> list[_Result]:
+    return list(_chain(task))
 
 
 class Analyser:
@@ -312,10 +315,11 @@ class Analyser:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
 
-    def _map(self, tasks: list[_Task]) -> Iterator[list[_Result]]:
+    def _map(self, tasks: list[_Task]) -> Iterator[_Result]:
         if self._pool is None:
-            return map(_run, tasks)
-        return self._pool.map(_run, tasks)
+            # In this process: one position at a time, so progress comes per position.
+            return (result for task in tasks for result in _chain(task))
+        return (result for chain in self._pool.map(_run, tasks) for result in chain)
 
     def analyse(
         self, game: Game, progress: Callable[[int, int], None] | None = None
@@ -327,11 +331,10 @@ class Analyser:
             _task(states[run[0]], game.moves[run[0] : run[-1] + 1], self.settings) for run in runs
         ]
         results: list[RootAnalysis] = []
-        for chain in self._map(tasks):
-            for result in chain:
-                results.append(result[0])
-                if progress is not None:
-                    progress(len(results), len(game.moves))
+        for result in self._map(tasks):
+            results.append(result[0])
+            if progress is not None:
+                progress(len(results), len(game.moves))
         return summarise(game, self.settings, states, results)
 
     def analyse_all(

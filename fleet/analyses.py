@@ -130,12 +130,18 @@ def record_name(match_id: int, number: int) -> str:
     return f"match{match_id:03d}-game{number}.xml"
 
 
-def analyse_record(record: bytes, label: str, settings: Settings) -> bytes:
+def analyse_record(
+    record: bytes,
+    label: str,
+    settings: Settings,
+    progress: Callable[[int, int], None] | None = None,
+) -> bytes:
     """The record with its analysis written in: what `piranhas-league analyze` writes on one
-    machine, byte for byte (SourceError, AnnotationError for a record it cannot read)."""
+    machine, byte for byte (SourceError, AnnotationError for a record it cannot read).
+    `progress(done, total)` after every position (what it raises ends the analysis)."""
     _, game = game_from_record(record, label)
     with Analyser(settings) as analyser:
-        analysis = analyser.analyse(game)
+        analysis = analyser.analyse(game, progress)
     return annotate(record, analysis)
 
 

@@ -181,9 +181,10 @@ def retries_of_current_message() -> int:
     return int(message.options.get("retries", 0))
 
 
-def send_first(broker: MatchBroker, actor: dramatiq.Actor[[int], None], match_id: int) -> None:
-    """Send the match to the front of its queue (a match given back goes before new ones)."""
-    message = actor.message(match_id)
+def send_first(broker: MatchBroker, actor: dramatiq.Actor[..., None], *args: Any) -> None:
+    """Send the match (or analysis job) to the front of its queue (work given back goes
+    before new work)."""
+    message = actor.message(*args)
     message = message.copy(options={"redis_message_id": str(uuid.uuid4())})
     broker.do_enqueue_first(actor.queue_name, message.options["redis_message_id"], message.encode())
 

@@ -64,6 +64,10 @@ IDLE_FETCH_MS = 250
 WAIT_FOR_LEAGUE_S = 2.0
 
 
+class _GiveBack(Exception):
+    """The worker is stopping: the analysis being made is given back to the queue."""
+
+
 def say(line: str) -> None:
     """One line on stderr (what a supervisor or `docker logs` shows)."""
     print(line, file=sys.stderr, flush=True)
@@ -202,12 +206,22 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
             log.info("nothing to do", match=match_id, game=number)
             return
         say(f"{name}: attempt {job.attempt}")
+
+        def progress(done: int, total: int) -> None:
+            if shutdown.event.is_set():
+                raise _GiveBack
+
         try:
-            # In this thread, like a match: a stopping worker lets it finish (a game's
-            # analysis takes seconds, well within SHUTDOWN_TIMEOUT_MS).
+            # In this thread, like a match; a stopping worker gives the job back at the next
+            # position (a game can take minutes on a busy machine).
             annotated = analyse_record(
-                job.record.encode(), record_name(match_id, number), key.settings
+                job.record.encode(), record_name(match_id, number), key.settings, progress
             )
+        except _GiveBack:
+            say(f"{name}: given back (the worker is stopping)")
+            if db.call_sync(analyses.requeue, job):
+                send_first(broker, analysis_actor, match_id, number, nodes, depth)
+            return
         except (AnalysisError, SourceError, AnnotationError) as error:
             # The record or the settings are wrong: a retry would fail the same way.
             say(f"{name}: failed: {error}")
@@ -227,7 +241,7 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
             say(f"{name}: attempt {job.attempt} superseded, nothing written")
 
     actor = declare_match_actor(broker, play, queue)
-    declare_analysis_actor(broker, analyse, queue)
+    analysis_actor = declare_analysis_actor(broker, analyse, queue)
     # worker_timeout: how long an idle consumer waits between fetches at most; after a match
     # the next one starts within it (Dramatiq's default is 1 s).
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=IDLE_FETCH_MS)

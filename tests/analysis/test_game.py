@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from functools import cache
 
+import pytest
+
 from analysis import Analyser, Game, Settings
+from analysis import game as game_module
 from analysis.report import json_text, ndjson_line
 from bots import SearchBot
 from bots.search import DECIDED
@@ -100,7 +103,10 @@ def short_game() -> Game:
     return Game(start, tuple(moves), ("a", "b"), "short")
 
 
-def test_identical_output_across_runs_and_concurrency() -> None:
+def test_identical_output_across_runs_and_concurrency(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chains of 2: the 6 positions are 3 chains, spread over the processes in any order.
+    monkeypatch.setattr(game_module, "CHAIN", 2)
+    assert game_module.chains(5) == [range(0, 2), range(2, 4), range(4, 5)]
     game = short_game()
     settings = Settings(nodes=1500)
     outputs = []
