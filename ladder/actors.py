@@ -2,8 +2,10 @@
 (`fleet.queue.make_broker`: re-deliveries first, timeouts on every Redis call, a dead worker's
 message re-delivered within seconds, prefetch 1), the store on PostgreSQL.
 
-- One queue, `LADDER_QUEUE`: never a league's (theirs are named by the league's fingerprint),
-  so a ladder and leagues can share one Redis.
+- One queue per ladder, `queue_name(store)`: `piranhas-ladder.` and 16 hex digits of the
+  ladder's identity (a random id the store makes once, `LadderStore.ladder_id`). Two ladders on
+  one Redis never wake or feed each other, and a league's queues (`piranhas.<fingerprint>`)
+  are apart too; every process of one ladder reads the same id from the same store.
 - A message is a wake-up call, not the job: the actor's body is `ladder.work.work_once` (claim
   a check first, else a match, under a new attempt in the store, and do it) — the same body as
   the in-process pool's. The store decides who does what and fences every write, so a
@@ -22,6 +24,7 @@ and every worker (a shared volume), as the database is the same store.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import signal
 import sys
@@ -47,9 +50,9 @@ from ladder.work import (
 )
 from league.asyncstore import StoreThread
 
-__all__ = ["LADDER_QUEUE", "Dispatcher", "jobs_waiting", "run_actor_worker"]
+__all__ = ["QUEUE_PREFIX", "Dispatcher", "jobs_waiting", "queue_name", "run_actor_worker"]
 
-LADDER_QUEUE = "piranhas-ladder"
+QUEUE_PREFIX = "piranhas-ladder."
 DISPATCH_EVERY = 2.0  # seconds
 IDLE_FETCH_MS = 250
 SHUTDOWN_TIMEOUT_MS = 60_000
@@ -59,6 +62,12 @@ STOP_POLL = 0.5
 def say(line: str) -> None:
     """One line on stderr (what a supervisor or `docker logs` shows)."""
     print(line, file=sys.stderr, flush=True)
+
+
+def queue_name(store: LadderStore) -> str:
+    """The ladder's Dramatiq queue: named by its identity, so ladders sharing a Redis stay apart
+    (hashed: the id itself never leaves the store)."""
+    return QUEUE_PREFIX + hashlib.sha256(store.ladder_id().encode()).hexdigest()[:16]
 
 
 def jobs_waiting(store: LadderStore) -> int:
@@ -74,9 +83,15 @@ class Dispatcher:
     `interval` seconds, on a thread of its own (its own store connection)."""
 
     def __init__(
-        self, database: str, broker: MatchBroker, actor: dramatiq.Actor[[int], None], want: int
+        self,
+        database: str,
+        broker: MatchBroker,
+        actor: dramatiq.Actor[[int], None],
+        want: int,
+        queue: str,
     ) -> None:
         self.database = database
+        self.queue = queue
         self.broker = broker
         self.actor = actor
         self.want = want
@@ -84,7 +99,7 @@ class Dispatcher:
     def once(self, store: LadderStore) -> int:
         """One round; how many messages it sent."""
         schedule_matches(store, self.want)
-        queued = len(match_ids_in_redis(self.broker, LADDER_QUEUE))
+        queued = len(match_ids_in_redis(self.broker, self.queue))
         missing = jobs_waiting(store) - queued
         for _ in range(max(0, missing)):
             # Distinct arguments: the queue's contents are counted by them.
@@ -129,6 +144,11 @@ def run_actor_worker(
     private_directories(settings.data_dir)
     shutdown = ShutdownFlag()
     broker = make_broker(redis_url, shutdown=shutdown)
+    store = LadderStore.open(database)
+    try:
+        queue = queue_name(store)
+    finally:
+        store.close()
     db: LadderDb = StoreThread(lambda: LadderStore.open(database), name="ladder-store")
 
     def play(_wake_up: int) -> None:
@@ -136,20 +156,20 @@ def run_actor_worker(
         if done is not None:
             say(f"worker {settings.worker}: {done}")
 
-    actor = declare_match_actor(broker, play, LADDER_QUEUE)
+    actor = declare_match_actor(broker, play, queue)
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=IDLE_FETCH_MS)
     worker.queue_prefetch = 1
     worker.start()
     dispatcher = None
     if dispatch:
         dispatcher = threading.Thread(
-            target=Dispatcher(database, broker, actor, want=pending).run,
+            target=Dispatcher(database, broker, actor, want=pending, queue=queue).run,
             args=(stop, dispatch_interval),
             name="ladder-dispatcher",
             daemon=True,
         )
         dispatcher.start()
-    say(f"worker {settings.worker} ready (queue {LADDER_QUEUE})")
+    say(f"worker {settings.worker} ready (queue {queue})")
     try:
         while not stop.wait(STOP_POLL):
             pass

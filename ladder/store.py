@@ -368,6 +368,13 @@ class LadderStore:
                 "WHERE NOT EXISTS (SELECT 1 FROM ladder_meta WHERE meta_key = ?)",
                 ("schema_version", str(schema.SCHEMA_VERSION), "schema_version"),
             )
+            # The ladder's identity (names its Dramatiq queue, ladder.actors.queue_name):
+            # made once with the store, so every process of one ladder agrees on it.
+            tx.execute(
+                "INSERT INTO ladder_meta (meta_key, meta_value) SELECT ?, ? "
+                "WHERE NOT EXISTS (SELECT 1 FROM ladder_meta WHERE meta_key = ?)",
+                ("ladder_id", secrets.token_hex(16), "ladder_id"),
+            )
             for kind in schema.ID_KINDS:
                 tx.execute(
                     "INSERT INTO ladder_ids (id_kind, next_id) SELECT ?, 0 "
@@ -1352,6 +1359,12 @@ class LadderStore:
                     (version, value, deviation, counts[version], now),
                 )
         return fitted
+
+    def ladder_id(self) -> str:
+        """This ladder's identity: random, made with the store (32 hex digits)."""
+        with self.backend.transaction() as tx:
+            rows = tx.query("SELECT meta_value FROM ladder_meta WHERE meta_key = ?", ("ladder_id",))
+        return str(rows[0][0])
 
     def pending_matches(self) -> int:
         """Matches created and not finished (pending or running): the scheduler's input."""
