@@ -570,9 +570,6 @@ class GameState:
         geo = self._geo
         probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
         counts = self._counts
-        if counts is None and self._source is not None:
-            # Cheap from the parent's, and a playout lists the moves next anyway.
-            counts = self._fish_lists()
         if counts is None:
             # Without fish lists (they cost more than this): the line counts from the masks.
             occupied = own | opponent
