@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ladder import rating, schema
@@ -40,6 +42,7 @@ from league.store import (
     RecordConflictError,
     RecordStatus,
     StaleAttemptError,
+    is_postgres,
     open_backend,
 )
 
@@ -337,6 +340,16 @@ def board_seed(match_id: int) -> int:
     return int.from_bytes(digest[:6], "big")
 
 
+def _private_file(path: Path) -> None:
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise LadderError(f"the store {path} is not a regular file")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if name.exists():
+            name.chmod(0o600)
+
+
 class LadderStore:
     """The ladder's state in a `Backend` (sync; trio code wraps it in `AsyncStore`). `clock`
     returns seconds since the epoch (tests pass a fake one to expire leases at once)."""
@@ -393,7 +406,11 @@ class LadderStore:
     @classmethod
     def open(cls, database: str, **kwargs: Any) -> LadderStore:
         """The store at `database` (an SQLite file's path or a `postgresql://` URL), its
-        tables created if missing."""
+        tables created if missing. An SQLite file is made this user's alone (0600, and SQLite
+        gives its -wal and -shm files the same mode): it holds the password and token hashes
+        and every team's unreleased versions, and a --no-docker bot runs as another user."""
+        if not is_postgres(database):
+            _private_file(Path(database))
         backend = open_backend(database)
         try:
             return cls(backend, **kwargs)

@@ -509,3 +509,21 @@ def test_a_store_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     backend.close()
     with pytest.raises(StoreError, match="schema version 99"):
         LadderStore.open(str(path))
+
+
+def test_an_sqlite_store_is_its_owners_alone_and_a_link_is_refused(tmp_path: Path) -> None:
+    # It holds password and token hashes and unreleased versions; a --no-docker bot runs as
+    # another user on the same machine.
+    path = tmp_path / "ladder.sqlite"
+    path.touch(mode=0o644)
+    path.chmod(0o644)
+    store = LadderStore.open(str(path))
+    try:
+        store.create_team("Sharks")
+    finally:
+        store.close()
+    for name in tmp_path.iterdir():
+        assert name.stat().st_mode & 0o077 == 0, name
+    (tmp_path / "link.sqlite").symlink_to(path)
+    with pytest.raises(LadderError, match="not a regular file"):
+        LadderStore.open(str(tmp_path / "link.sqlite"))
