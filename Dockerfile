@@ -62,6 +62,7 @@ COPY fleet/ fleet/
 COPY web/ web/
 COPY check/ check/
 COPY analysis/ analysis/
+COPY ladder/ ladder/
 RUN pip-install . && rm -rf /tmp/wheels /src
 WORKDIR /
 

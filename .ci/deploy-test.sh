@@ -10,6 +10,9 @@
 #      worker.compose.yml (a second project, as on a worker host, reaching the main host's
 #      published ports); the coordinator's `distribute` must exit 0, with matches played by both
 #      worker services;
+#   2b. the ladder: ladder.compose.yml (site, worker, Redis, PostgreSQL, the worker driving this
+#      daemon through its socket), a team and its token by `piranhas-ladder admin`, the shell bot
+#      uploaded through the API, its check passed in the contest's container;
 #   3. Swarm: a single-node `docker swarm init`, the secrets and config of stack.yml's header,
 #      `docker stack deploy`, the coordinator's task must complete with matches on two worker
 #      replicas; then the stack is removed, the swarm left, and the network namespaces Swarm
@@ -45,6 +48,16 @@ cleanup() {
     (cd "$tmp/main" && "$COMPOSE" -p piranhas-ci-main -f main.compose.yml down -v -t 20) \
       >/dev/null 2>&1
   fi
+  if [[ -f $tmp/ladder/.env ]]; then
+    if [[ $status != 0 ]]; then
+      (cd "$tmp/ladder" && "$COMPOSE" -p piranhas-ci-ladder -f ladder.compose.yml \
+        logs --no-color --tail=60) >&2
+    fi
+    (cd "$tmp/ladder" && "$COMPOSE" -p piranhas-ci-ladder -f ladder.compose.yml down -v -t 20) \
+      >/dev/null 2>&1
+  fi
+  # Bot and relay containers a killed ladder worker left on the daemon.
+  "$DOCKER" ps -aq --filter label=piranhas.role | xargs -r "$DOCKER" rm -f >/dev/null 2>&1
   if [[ $swarm == true ]]; then
     if [[ $status != 0 ]]; then
       "$DOCKER" service logs --tail 40 piranhas_coordinator >&2
@@ -73,7 +86,8 @@ remove_volumes() {
   local volumes filter
   # Exited task containers of a stack outlive `stack rm` and `swarm leave` and hold its volumes.
   for filter in label=com.docker.stack.namespace=piranhas \
-    label=com.docker.compose.project=piranhas-ci-main label=com.docker.compose.project=piranhas-ci-worker; do
+    label=com.docker.compose.project=piranhas-ci-main label=com.docker.compose.project=piranhas-ci-worker \
+    label=com.docker.compose.project=piranhas-ci-ladder; do
     "$DOCKER" ps -aq --filter "$filter" | xargs -r "$DOCKER" rm -f >/dev/null 2>&1
   done
   for _ in $(seq 30); do
@@ -201,6 +215,72 @@ log "compose: the league played to the end (coordinator exit 0)"
   >/dev/null 2>&1
 (cd "$tmp/main" && "$COMPOSE" -p piranhas-ci-main -f main.compose.yml down -v -t 60) >/dev/null 2>&1
 rm "$tmp/main/.env"
+
+# --- 2b. the ladder: ladder.compose.yml, a team, an upload through the API, its check -----------
+remove_volumes || die "the compose run's volumes are still in use"
+log "ladder: building piranhas-ladder:local (deploy/ladder.Dockerfile)"
+"$DOCKER" build --quiet -f "$tmp/ctx/deploy/ladder.Dockerfile" -t piranhas-ladder:local \
+  "$tmp/ctx/deploy" >"$tmp/build-ladder.log" 2>&1 \
+  || { tail -30 "$tmp/build-ladder.log" >&2; die "the ladder image did not build"; }
+mkdir -p "$tmp/ladder"
+cp "$REPO/deploy/ladder.compose.yml" "$tmp/ladder/"
+# The workers' temporary directory, at the same path on the host and in the worker (the daemon
+# mounts the games' sockets from it), owned by the image's user.
+install -d -o 10003 -g 10003 -m 0700 "$tmp/ladder-run"
+socket="${DOCKER_HOST#unix://}"
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+cat >"$tmp/ladder/.env" <<EOF
+POSTGRES_PASSWORD=ci-ladder-postgres-$RANDOM
+REDIS_PASSWORD=ci-ladder-redis-$RANDOM
+REDIS_IMAGE=$REDIS_IMAGE
+POSTGRES_IMAGE=$POSTGRES_IMAGE
+DOCKER_SOCKET=$socket
+DOCKER_GID=$(stat -c %g "$socket")
+LADDER_RUN_DIR=$tmp/ladder-run
+LADDER_PORT=$port
+EOF
+ladder_compose() { (cd "$tmp/ladder" && "$COMPOSE" -p piranhas-ci-ladder -f ladder.compose.yml "$@"); }
+log "ladder: compose up (site, worker, Redis, PostgreSQL), the site on 127.0.0.1:$port"
+ladder_compose up -d >"$tmp/up-ladder.log" 2>&1 \
+  || { cat "$tmp/up-ladder.log" >&2; die "ladder.compose.yml did not start"; }
+site="http://127.0.0.1:$port"
+deadline=$((SECONDS + 90))
+until curl -sf "$site/api/standings" >/dev/null; do
+  ((SECONDS < deadline)) || die "the ladder's site did not answer in 90 s"
+  sleep 1
+done
+ladder_compose exec -T site piranhas-ladder admin create-team "CI Team" >&2
+token="$(ladder_compose exec -T site piranhas-ladder admin token 1 | tr -d '\r')"
+python3 - "$REPO/tests/check/bots/shell" "$tmp/bot.zip" <<'EOF'
+import sys, zipfile
+from pathlib import Path
+with zipfile.ZipFile(sys.argv[2], "w") as archive:
+    for name in ("start.sh", "bot.sh"):
+        info = zipfile.ZipInfo(name)
+        info.external_attr = (0o100755 if name == "start.sh" else 0o100644) << 16
+        archive.writestr(info, (Path(sys.argv[1]) / name).read_bytes())
+EOF
+curl -sf -F bot=@"$tmp/bot.zip" -F label=ci -H "Authorization: Bearer $token" "$site/api/upload" \
+  >"$tmp/upload.json" || die "the upload through the API failed"
+log "ladder: uploaded with the team's token: $(cat "$tmp/upload.json")"
+state() {
+  curl -sf -H "Authorization: Bearer $token" "$site/api/versions" \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["versions"][0]["state"])'
+}
+deadline=$((SECONDS + 240))
+while [[ "$(state)" == queued || "$(state)" == checking ]]; do
+  ((SECONDS < deadline)) || die "the upload's check did not finish in 4 min (state $(state))"
+  sleep 2
+done
+final="$(state)"
+ladder_compose logs --no-color worker 2>&1 | grep -m1 'ready (queue piranhas-ladder\.' >&2 \
+  || die "the worker did not take the ladder's own queue"
+curl -sf -H "Authorization: Bearer $token" "$site/api/versions" >&2
+echo >&2
+[[ $final == passed ]] || die "the upload's check ended $final, not passed"
+log "ladder: the upload was checked by the worker in the contest's container: $final"
+ladder_compose down -v -t 60 >/dev/null 2>&1
+rm "$tmp/ladder/.env"
 
 # --- 3. Swarm: stack.yml on a single-node swarm, the commands of its header -----------------------
 remove_volumes || die "the compose run's volumes are still in use"

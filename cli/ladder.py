@@ -3,7 +3,8 @@ the clock, everyone sees where they stand (docs/ladder.md).
 
     piranhas-ladder init --data DIR --admin NAME      the data directory, its store, an admin
     piranhas-ladder serve --data DIR [--no-docker]    the site and the workers on one machine
-    piranhas-ladder admin create-team NAME            (also: invite TEAM, suspend TEAM, audit)
+    piranhas-ladder admin create-team NAME            (also: invite TEAM, token TEAM, suspend
+                                                      TEAM, teams, audit)
     piranhas-ladder worker ...                        workers only (ladder.work)
     piranhas-ladder season ...                        seasons and ratings (ladder.season)
 
@@ -50,7 +51,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--database",
             default=None,
-            help="the store: an SQLite path or postgresql://… (default DIR/ladder.sqlite)",
+            help="the store: an SQLite path or postgresql://… (default "
+            f"${work.DATABASE_VARIABLE}, else DIR/ladder.sqlite)",
         )
 
 
@@ -108,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     invite.add_argument(
         "--base-url", default=f"http://127.0.0.1:{DEFAULT_PORT}", help="the site's address"
     )
+    token = actions.add_parser("token", help="a new API token for a team's CI (printed once)")
+    token.add_argument("team", type=int)
     suspend = actions.add_parser("suspend", help="suspend a team (--undo: reinstate)")
     suspend.add_argument("team", type=int)
     suspend.add_argument("--undo", action="store_true")
@@ -131,7 +135,11 @@ def _plug_ins(commands: Any) -> None:
 
 
 def _database(args: argparse.Namespace) -> str:
-    return str(args.database) if args.database else str(args.data / "ladder.sqlite")
+    return str(
+        args.database
+        or work.environment_setting(work.DATABASE_VARIABLE)
+        or args.data / "ladder.sqlite"
+    )
 
 
 def _open(args: argparse.Namespace) -> LadderStore:
@@ -188,6 +196,10 @@ def _admin(args: argparse.Namespace) -> int:
         elif action == "invite":
             token = store.create_invite(args.team, by="cli")
             print(f"{args.base_url.rstrip('/')}/invite/{token}")
+        elif action == "token":
+            if store.team(args.team) is None:
+                raise ValueError(f"no team {args.team}")
+            print(store.create_api_token(args.team, by="cli"))
         elif action == "suspend":
             store.set_suspended(args.team, not args.undo, by="cli")
             print(f"team {args.team} {'reinstated' if args.undo else 'suspended'}")

@@ -36,7 +36,7 @@ from typing import Any
 from check.card import Item
 from check.upload import BadInput, Unrunnable, check_zip, from_folder
 from ladder.store import LadderError, LadderStore, Version
-from ladder.work import upload_path
+from ladder.work import DATABASE_VARIABLE, environment_setting, upload_path
 from league.config import load_league
 
 __all__ = ["add_season_command", "freeze", "season_path"]
@@ -215,7 +215,9 @@ def add_season_command(commands: Any) -> None:
 
 def _season_command(args: argparse.Namespace) -> int:
     data = Path(args.data)
-    database = str(args.database) if args.database else str(data / "ladder.sqlite")
+    database = str(
+        args.database or environment_setting(DATABASE_VARIABLE) or data / "ladder.sqlite"
+    )
     store = LadderStore.open(database)
     try:
         if args.action == "ratings":

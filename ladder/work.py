@@ -822,6 +822,20 @@ def _worker_process(store_factory: Callable[[], LadderStore], settings: WorkSett
 # ---- the `worker` subcommand of piranhas-ladder (cli/ladder.py calls add_worker_command) -----
 
 DEFAULT_DATA = Path("ladder-data")
+DATABASE_VARIABLE = "PIRANHAS_LADDER_DATABASE"  # the store's URL when --database is not given
+REDIS_VARIABLE = "PIRANHAS_LADDER_REDIS_URL"  # the Redis URL when --redis is not given
+
+
+def environment_setting(name: str) -> str | None:
+    """$`name`, else the first line of the file named by $`name`_FILE (a Docker secret): a
+    password stays out of the command line (`ps`, `docker inspect`)."""
+    value = os.environ.get(name)
+    if value:
+        return value
+    path = os.environ.get(f"{name}_FILE")
+    if path:
+        return Path(path).read_text().splitlines()[0].strip() or None
+    return None
 
 
 def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -835,7 +849,9 @@ def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     worker.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the data directory")
     worker.add_argument(
-        "--database", default=None, help="an SQLite path or postgresql://… (DIR/ladder.sqlite)"
+        "--database",
+        default=None,
+        help=f"an SQLite path or postgresql://… (${DATABASE_VARIABLE}, else DIR/ladder.sqlite)",
     )
     worker.add_argument(
         "--workers",
@@ -867,7 +883,8 @@ def add_worker_command(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--redis",
         default=None,
         metavar="URL",
-        help="distributed: take jobs from the ladder's Dramatiq queue on this Redis",
+        help=f"distributed: take jobs from the ladder's Dramatiq queue on this Redis "
+        f"(${REDIS_VARIABLE})",
     )
     worker.set_defaults(run=worker_command)
 
@@ -892,14 +909,19 @@ def worker_command(args: argparse.Namespace) -> int:
     """`piranhas-ladder worker`: work until SIGTERM or Ctrl+C (a running match is given
     back); the exit status."""
     settings = worker_settings(args)
-    database = str(args.database) if args.database else str(settings.data_dir / "ladder.sqlite")
+    database = str(
+        args.database
+        or environment_setting(DATABASE_VARIABLE)
+        or settings.data_dir / "ladder.sqlite"
+    )
     LadderStore.open(database).close()  # the store answers (and has its tables) before work
-    if args.redis:
+    redis_url = args.redis or environment_setting(REDIS_VARIABLE)
+    if redis_url:
         from ladder.actors import run_actor_worker
 
         return run_actor_worker(
             database,
-            args.redis,
+            redis_url,
             settings,
             dispatch=not args.no_schedule,
             pending=args.workers,

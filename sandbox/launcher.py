@@ -325,8 +325,27 @@ class ContainerLauncher:
             *hardening(),
         ]
 
-    async def _start_relay(self, name: str, game: str) -> str:
+    def _relay_mounts(self) -> list[str]:
+        """The relay's `--volume` flags: the socket's directory, with a copy of relay.py put
+        in it, so every path the daemon mounts is one this process made. A worker that is a
+        container itself, driving the host's daemon through its socket (deploy/ladder.compose.yml),
+        keeps that directory at the same path on the host; the installed relay.py is not there."""
         socket_dir = self.server_socket.parent
+        mounts = ["--volume", f"{socket_dir}:/run/piranhas:ro"]
+        copy = socket_dir / RELAY_SCRIPT.name
+        try:
+            if not copy.is_file():
+                staged = socket_dir / f".{RELAY_SCRIPT.name}.{secrets.token_hex(4)}"
+                staged.write_bytes(RELAY_SCRIPT.read_bytes())
+                staged.chmod(0o644)
+                os.replace(staged, copy)  # atomic: two launches at once copy it twice, fine
+            script = f"/run/piranhas/{RELAY_SCRIPT.name}"
+        except OSError:  # a socket directory not ours to write: the installed script
+            mounts += ["--volume", f"{RELAY_SCRIPT}:/opt/piranhas/relay.py:ro"]
+            script = "/opt/piranhas/relay.py"
+        return [*mounts, "--entrypoint", "python3", self.relay_image, script]
+
+    async def _start_relay(self, name: str, game: str) -> str:
         return await docker(
             "run",
             "--detach",
@@ -350,14 +369,7 @@ class ContainerLauncher:
             "--pids-limit",
             "32",
             *hardening(),
-            "--volume",
-            f"{socket_dir}:/run/piranhas:ro",
-            "--volume",
-            f"{RELAY_SCRIPT}:/opt/piranhas/relay.py:ro",
-            "--entrypoint",
-            "python3",
-            self.relay_image,
-            "/opt/piranhas/relay.py",
+            *self._relay_mounts(),
             f"/run/piranhas/{self.server_socket.name}",
             str(CONTEST_PORT),
             cli=self.cli,
