@@ -273,11 +273,22 @@ while [[ "$(state)" == queued || "$(state)" == checking ]]; do
   sleep 2
 done
 final="$(state)"
-ladder_compose logs --no-color worker 2>&1 | grep -m1 'ready (queue piranhas-ladder\.' >&2 \
+worker_log="$(ladder_compose logs --no-color worker 2>&1)"
+grep -m1 'ready (queue piranhas-ladder\.' <<<"$worker_log" >&2 \
   || die "the worker did not take the ladder's own queue"
+# The site and the worker create the schema at once on a new database: neither may fail.
+if grep -q Traceback <<<"$worker_log"; then
+  echo "$worker_log" >&2
+  die "the worker crashed"
+fi
 curl -sf -H "Authorization: Bearer $token" "$site/api/versions" >&2
 echo >&2
 [[ $final == passed ]] || die "the upload's check ended $final, not passed"
+# Not a silent fall-back to process mode: the card says where the bot ran.
+isolation="$(ladder_compose exec -T site python3 -c \
+  'import json; print(json.load(open("/ladder/data/cards/1.json"))["isolation"])' | tr -d '\r')"
+log "ladder: the card's isolation: $isolation"
+[[ $isolation == "Docker container"* ]] || die "the check did not run in a container"
 log "ladder: the upload was checked by the worker in the contest's container: $final"
 ladder_compose down -v -t 60 >/dev/null 2>&1
 rm "$tmp/ladder/.env"

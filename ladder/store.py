@@ -260,6 +260,17 @@ class Standing:
     rank: int
 
 
+SCHEMA_LOCK = 0x70_6C_61_64_64_65_72  # PostgreSQL advisory lock key of the schema's creation
+
+
+def _on_postgres(backend: Backend) -> bool:
+    try:
+        from league.postgres import PostgresBackend
+    except ImportError:  # no psycopg: not the `distributed` extra, so not PostgreSQL
+        return False
+    return isinstance(backend, PostgresBackend)
+
+
 def token_hash(token: str) -> str:
     """How a token is stored: its SHA-256 in hex."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
@@ -374,6 +385,11 @@ class LadderStore:
         # Fault injection for crash tests: called inside a write right before it commits.
         self._before_commit = before_commit
         with self.backend.transaction() as tx:
+            if _on_postgres(backend):
+                # CREATE TABLE IF NOT EXISTS is not safe against a concurrent one on PostgreSQL
+                # (a unique violation in its catalogue: the site and a worker starting together
+                # on a new database); one at a time, until the transaction ends.
+                tx.query("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
             for statement in schema.STATEMENTS:
                 tx.execute(statement)
             tx.execute(

@@ -184,3 +184,30 @@ def test_a_worker_killed_mid_match_on_the_queue_is_replayed_once(
         if survivor is not None:
             survivor.join(90)
         store.close()
+
+
+def test_processes_starting_together_on_a_new_database_all_open_the_store(
+    postgres_dsn: str,
+) -> None:
+    # The deploy's site and worker do, on their first start; CREATE TABLE IF NOT EXISTS alone
+    # then fails in one of them with a unique violation in PostgreSQL's catalogue.
+    barrier = threading.Barrier(4)
+    failures: list[BaseException] = []
+    ids: list[str] = []
+
+    def open_it() -> None:
+        barrier.wait()
+        try:
+            store = LadderStore.open(postgres_dsn)
+            ids.append(store.ladder_id())
+            store.close()
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert failures == []
+    assert len(ids) == 4 and len(set(ids)) == 1
