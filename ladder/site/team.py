@@ -27,7 +27,7 @@ from ladder.work import card_path, game_log_path, upload_path
 from web.http import error
 
 if TYPE_CHECKING:
-    from ladder.site.app import LadderSite, Reader
+    from ladder.site.context import Reader, SiteContext
 
 log = structlog.get_logger("ladder.site")
 
@@ -56,9 +56,9 @@ class TeamView:
 
 
 class TeamRoutes:
-    """`/team/<id>...` of a `LadderSite`."""
+    """`/team/<id>...` of the site (a `ladder.site.context.SiteContext`)."""
 
-    def __init__(self, site: LadderSite) -> None:
+    def __init__(self, site: SiteContext) -> None:
         self.site = site
 
     def routes(self) -> list[Route]:
