@@ -5,10 +5,10 @@ the clock, everyone sees where they stand (docs/ladder.md).
     piranhas-ladder serve --data DIR [--no-docker]    the site and the workers on one machine
     piranhas-ladder admin create-team NAME            (also: invite TEAM, token TEAM, suspend
                                                       TEAM, teams, audit)
-    piranhas-ladder worker ...                        workers only (ladder.work)
+    piranhas-ladder worker ...                        workers only (ladder.workercli)
     piranhas-ladder season ...                        seasons and ratings (ladder.season)
 
-`serve` runs the site in this process and the workers (`ladder.work.run_workers`) in a child
+`serve` runs the site in this process and the workers (`ladder.work_pool.run_workers`) in a child
 process: a request never waits on a game, and a worker's crash never takes the site down.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import trio
 
-from ladder import season, work
+from ladder import season, work, work_pool, workercli
 from ladder.site.sessions import hash_password, password_problem, username_problem
 from ladder.site.uploads import DEFAULT_MAX_UPLOAD
 from ladder.store import LadderError, LadderStore
@@ -40,7 +40,7 @@ DATA_DIRECTORIES = ("uploads", "logs", "replays", "cards", "seasons")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    """--data and --database, on every subcommand (also those of ladder.work and
+    """--data and --database, on every subcommand (also those of ladder.workercli and
     ladder.season)."""
     known = {option for action in parser._actions for option in action.option_strings}
     if "--data" not in known:
@@ -129,9 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _plug_ins(commands: Any) -> None:
-    """The subcommands of the seasons (ladder.season) and the workers (ladder.work)."""
+    """The subcommands of the seasons (ladder.season) and the workers (ladder.workercli)."""
     season.add_season_command(commands)
-    work.add_worker_command(commands)
+    workercli.add_worker_command(commands)
 
 
 def _database(args: argparse.Namespace) -> str:
@@ -238,13 +238,13 @@ async def _until_stopped(main: Callable[[], Awaitable[None]], *, parent: int | N
 
 
 def run_workers_process(database: str, data: str, workers: int, docker: bool, parent: int) -> None:
-    """The child process of `serve`: `ladder.work.run_workers` until terminated (or until
+    """The child process of `serve`: `ladder.work_pool.run_workers` until terminated (or until
     `serve`'s process is gone: a killed site leaves no workers behind)."""
     factory: Callable[[], LadderStore] = partial(LadderStore.open, database)
     trio.run(
         partial(
             _until_stopped,
-            partial(work.run_workers, factory, Path(data), workers=workers, docker=docker),
+            partial(work_pool.run_workers, factory, Path(data), workers=workers, docker=docker),
             parent=parent,
         )
     )

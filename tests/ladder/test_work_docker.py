@@ -17,7 +17,8 @@ import pytest
 import trio
 
 from ladder.store import LadderStore
-from ladder.work import LadderDb, WorkSettings, check_version, game_log_path, work_once
+from ladder.work import LadderDb, WorkSettings, check_version, game_log_path
+from ladder.work_pool import work_once
 from league.asyncstore import StoreThread
 from tests.helpers.docker import REPO, labelled_containers, require_docker
 from tests.ladder.helpers import Ladder, open_ladder, zip_bytes
@@ -126,10 +127,10 @@ async def test_hostile_uploads_are_contained_with_a_verdict(ladder: Ladder) -> N
 
 
 def start_worker(ladder: Ladder, name: str) -> subprocess.Popen[bytes]:
-    """`piranhas-ladder worker` (ladder.work's subcommand) in a process of its own."""
+    """`piranhas-ladder worker` (ladder.workercli's subcommand) in a process of its own."""
     program = (
         "import argparse, sys\n"
-        "from ladder.work import add_worker_command\n"
+        "from ladder.workercli import add_worker_command\n"
         "parser = argparse.ArgumentParser()\n"
         "add_worker_command(parser.add_subparsers())\n"
         "args = parser.parse_args(sys.argv[1:])\n"
