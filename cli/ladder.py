@@ -4,7 +4,7 @@ the clock, everyone sees where they stand (docs/ladder.md).
     piranhas-ladder init --data DIR --admin NAME      the data directory, its store, an admin
     piranhas-ladder serve --data DIR [--no-docker]    the site and the workers on one machine
     piranhas-ladder admin create-team NAME            (also: invite TEAM, suspend TEAM, audit)
-    piranhas-ladder worker ...                        workers only (ladder.work)
+    piranhas-ladder worker ...                        workers only (ladder.workercli)
     piranhas-ladder season ...                        seasons and ratings (ladder.season)
 
 `serve` runs the site in this process and the workers (`ladder.work.run_workers`) in a child
@@ -26,7 +26,7 @@ from typing import Any
 
 import trio
 
-from ladder import season, work
+from ladder import season, work, workercli
 from ladder.site.sessions import hash_password, password_problem, username_problem
 from ladder.site.uploads import DEFAULT_MAX_UPLOAD
 from ladder.store import LadderError, LadderStore
@@ -39,7 +39,7 @@ DATA_DIRECTORIES = ("uploads", "logs", "replays", "cards", "seasons")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    """--data and --database, on every subcommand (also those of ladder.work and
+    """--data and --database, on every subcommand (also those of ladder.workercli and
     ladder.season)."""
     known = {option for action in parser._actions for option in action.option_strings}
     if "--data" not in known:
@@ -125,9 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _plug_ins(commands: Any) -> None:
-    """The subcommands of the seasons (ladder.season) and the workers (ladder.work)."""
+    """The subcommands of the seasons (ladder.season) and the workers (ladder.workercli)."""
     season.add_season_command(commands)
-    work.add_worker_command(commands)
+    workercli.add_worker_command(commands)
 
 
 def _database(args: argparse.Namespace) -> str:

@@ -14,13 +14,13 @@ from ladder.site.pages import esc, form, panel, table, when
 from ladder.store import LadderError
 
 if TYPE_CHECKING:
-    from ladder.site.app import LadderSite, Reader
+    from ladder.site.context import Reader, SiteContext
 
 
 class AdminRoutes:
-    """`/admin...` of a `LadderSite` (admins only; anyone else gets 404)."""
+    """`/admin...` of the site (`SiteContext`): admins only; anyone else gets 404."""
 
-    def __init__(self, site: LadderSite) -> None:
+    def __init__(self, site: SiteContext) -> None:
         self.site = site
 
     def routes(self) -> list[Route]:

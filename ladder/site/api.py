@@ -16,15 +16,15 @@ from web.auth import CSRF_HEADER, csrf_ok
 from web.http import error, json_body
 
 if TYPE_CHECKING:
-    from ladder.site.app import LadderSite
+    from ladder.site.context import SiteContext
     from ladder.site.team import TeamRoutes
 
 
 class ApiRoutes:
-    """`/api/...` of a `LadderSite`; uploads, activations and challenges go through the team
-    pages' own code (`TeamRoutes`)."""
+    """`/api/...` of the site (`SiteContext`); uploads, activations and challenges go through
+    the team pages' own code (`TeamRoutes`)."""
 
-    def __init__(self, site: LadderSite, team: TeamRoutes) -> None:
+    def __init__(self, site: SiteContext, team: TeamRoutes) -> None:
         self.site = site
         self.team = team
 

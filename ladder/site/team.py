@@ -19,7 +19,7 @@ from starlette.routing import Route
 from ladder.site import access
 from ladder.site.forms import UPLOAD_SLACK, text_field
 from ladder.site.pages import NO_DOCKER, esc, form, panel, rating_graph, table, when
-from ladder.site.times import Profile, figures_text, histogram, limit_bar
+from ladder.site.times import Profile, figures_text, histogram, limit_bar, times_table
 from ladder.site.times import profile as times_profile
 from ladder.site.uploads import UploadRefused, discard, place, receive_upload
 from ladder.store import ChallengeLimitError, LadderError, Team, Version
@@ -27,7 +27,7 @@ from ladder.work import card_path, game_log_path, upload_path
 from web.http import error
 
 if TYPE_CHECKING:
-    from ladder.site.app import LadderSite, Reader
+    from ladder.site.context import Reader, SiteContext
 
 log = structlog.get_logger("ladder.site")
 
@@ -56,9 +56,9 @@ class TeamView:
 
 
 class TeamRoutes:
-    """`/team/<id>...` of a `LadderSite`."""
+    """`/team/<id>...` of the site (a `ladder.site.context.SiteContext`)."""
 
-    def __init__(self, site: LadderSite) -> None:
+    def __init__(self, site: SiteContext) -> None:
         self.site = site
 
     def routes(self) -> list[Route]:
@@ -325,7 +325,7 @@ class TeamRoutes:
                     table(["id", "created", "by", ""], token_rows, name="tokens")
                     + form(f"{base}/tokens", csrf, '<button type="submit">New token</button>'),
                 ),
-                panel("Move times of every version", _times_table(base, profiles)),
+                panel("Move times of every version", times_table(base, profiles)),
                 panel("Challenge", challenge),
                 panel("Members", ", ".join(esc(m.username) for m in members)),
             ]
@@ -580,36 +580,6 @@ def _older_link(team_id: int, cursor: int | None) -> str:
         return ""
     return (
         f'<p><a id="older-games" href="/team/{team_id}?before={cursor}#games">older games</a></p>'
-    )
-
-
-def _times_table(base: str, profiles: list[tuple[Version, Profile]]) -> str:
-    """Every version's time profile in one table (the team's own view)."""
-    if not profiles:
-        return '<p class="empty">No versions yet.</p>'
-
-    def ms(value: float | None) -> str:
-        return "–" if value is None else f"{value:.1f}"
-
-    rows = [
-        [
-            f"v{version.number}",
-            str(p.games),
-            str(p.moves),
-            ms(p.median),
-            ms(p.p90),
-            ms(p.p99),
-            ms(p.max),
-            f"{p.near} / {p.over}",
-            limit_bar(p),
-            f'<a href="{base}/versions/{version.id}/times">JSON</a>',
-        ]
-        for version, p in profiles
-    ]
-    return table(
-        ["version", "games", "moves", "median ms", "p90", "p99", "max", "near / over 2 s", "", ""],
-        rows,
-        name="time-profiles",
     )
 
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ladder.site.pages import esc
-from ladder.store import MoveTimes
+from ladder.site.pages import esc, table
+from ladder.store import MoveTimes, Version
 from runner.timing import NEAR_MISS, percentile
 
 SOFT_LIMIT_MS = 2000.0  # the official soft timeout: a slower move loses the game
@@ -163,3 +163,33 @@ def histogram(p: Profile, *, name: str = "") -> str:
 
 def _edge(ms: float) -> str:
     return f"{ms / 1000:g}s" if ms >= 1000 else f"{ms:g}ms"
+
+
+def times_table(base: str, profiles: list[tuple[Version, Profile]]) -> str:
+    """Every version's time profile in one table (the team's own view)."""
+    if not profiles:
+        return '<p class="empty">No versions yet.</p>'
+
+    def ms(value: float | None) -> str:
+        return "–" if value is None else f"{value:.1f}"
+
+    rows = [
+        [
+            f"v{version.number}",
+            str(p.games),
+            str(p.moves),
+            ms(p.median),
+            ms(p.p90),
+            ms(p.p99),
+            ms(p.max),
+            f"{p.near} / {p.over}",
+            limit_bar(p),
+            f'<a href="{base}/versions/{version.id}/times">JSON</a>',
+        ]
+        for version, p in profiles
+    ]
+    return table(
+        ["version", "games", "moves", "median ms", "p90", "p99", "max", "near / over 2 s", "", ""],
+        rows,
+        name="time-profiles",
+    )

@@ -126,10 +126,10 @@ async def test_hostile_uploads_are_contained_with_a_verdict(ladder: Ladder) -> N
 
 
 def start_worker(ladder: Ladder, name: str) -> subprocess.Popen[bytes]:
-    """`piranhas-ladder worker` (ladder.work's subcommand) in a process of its own."""
+    """`piranhas-ladder worker` (ladder.workercli's subcommand) in a process of its own."""
     program = (
         "import argparse, sys\n"
-        "from ladder.work import add_worker_command\n"
+        "from ladder.workercli import add_worker_command\n"
         "parser = argparse.ArgumentParser()\n"
         "add_worker_command(parser.add_subparsers())\n"
         "args = parser.parse_args(sys.argv[1:])\n"
