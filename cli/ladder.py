@@ -7,7 +7,7 @@ the clock, everyone sees where they stand (docs/ladder.md).
     piranhas-ladder worker ...                        workers only (ladder.workercli)
     piranhas-ladder season ...                        seasons and ratings (ladder.season)
 
-`serve` runs the site in this process and the workers (`ladder.work.run_workers`) in a child
+`serve` runs the site in this process and the workers (`ladder.work_pool.run_workers`) in a child
 process: a request never waits on a game, and a worker's crash never takes the site down.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import trio
 
-from ladder import season, work, workercli
+from ladder import season, work, work_pool, workercli
 from ladder.site.sessions import hash_password, password_problem, username_problem
 from ladder.site.uploads import DEFAULT_MAX_UPLOAD
 from ladder.store import LadderError, LadderStore
@@ -226,13 +226,13 @@ async def _until_stopped(main: Callable[[], Awaitable[None]], *, parent: int | N
 
 
 def run_workers_process(database: str, data: str, workers: int, docker: bool, parent: int) -> None:
-    """The child process of `serve`: `ladder.work.run_workers` until terminated (or until
+    """The child process of `serve`: `ladder.work_pool.run_workers` until terminated (or until
     `serve`'s process is gone: a killed site leaves no workers behind)."""
     factory: Callable[[], LadderStore] = partial(LadderStore.open, database)
     trio.run(
         partial(
             _until_stopped,
-            partial(work.run_workers, factory, Path(data), workers=workers, docker=docker),
+            partial(work_pool.run_workers, factory, Path(data), workers=workers, docker=docker),
             parent=parent,
         )
     )

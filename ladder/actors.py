@@ -6,13 +6,13 @@ message re-delivered within seconds, prefetch 1), the store on PostgreSQL.
   ladder's identity (a random id the store makes once, `LadderStore.ladder_id`). Two ladders on
   one Redis never wake or feed each other, and a league's queues (`piranhas.<fingerprint>`)
   are apart too; every process of one ladder reads the same id from the same store.
-- A message is a wake-up call, not the job: the actor's body is `ladder.work.work_once` (claim
+- A message is a wake-up call, not the job: the actor's body is `ladder.work_pool.work_once` (claim
   a check first, else a match, under a new attempt in the store, and do it) — the same body as
   the in-process pool's. The store decides who does what and fences every write, so a
   duplicate message finds nothing to claim, and a lost one costs only the time until the
   dispatcher sends another.
 - The dispatcher (`Dispatcher`, in a worker process started without --no-schedule) keeps
-  matches pending as the in-process scheduler does (`ladder.work.schedule_matches`) and tops
+  matches pending as the in-process scheduler does (`ladder.work_pool.schedule_matches`) and tops
   the queue up to the number of jobs waiting (checks queued, matches unfinished).
 - A worker killed mid-match: Dramatiq re-delivers its message; the store hands the match out
   again once the dead attempt's lease ran out, and the newer attempt fences the old one off.
@@ -41,13 +41,8 @@ from fleet.queue import (
     match_ids_in_redis,
 )
 from ladder.store import LadderStore
-from ladder.work import (
-    LadderDb,
-    WorkSettings,
-    private_directories,
-    schedule_matches,
-    work_once,
-)
+from ladder.work import LadderDb, WorkSettings, private_directories
+from ladder.work_pool import schedule_matches, work_once
 from league.asyncstore import StoreThread
 
 __all__ = ["QUEUE_PREFIX", "Dispatcher", "jobs_waiting", "queue_name", "run_actor_worker"]

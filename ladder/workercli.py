@@ -1,5 +1,5 @@
 """The `worker` subcommand of piranhas-ladder (cli/ladder.py calls `add_worker_command`): W
-workers on this machine (ladder.work.run_workers) or, with --redis, a Dramatiq worker of the
+workers on this machine (ladder.work_pool.run_workers) or, with --redis, a Dramatiq worker of the
 ladder's queue (ladder.actors.run_actor_worker). It lives apart from both so that ladder.actors
 can build on ladder.work without ladder.work importing it back.
 """
@@ -15,7 +15,8 @@ from pathlib import Path
 import trio
 
 from ladder.store import LadderStore
-from ladder.work import WorkSettings, cancel_on_signal, run_workers
+from ladder.work import WorkSettings
+from ladder.work_pool import cancel_on_signal, run_workers
 
 __all__ = ["DEFAULT_DATA", "add_worker_command", "worker_command", "worker_settings"]
 

@@ -12,7 +12,7 @@ import pytest
 from ladder.site import team as team_module
 from ladder.site.times import SOFT_LIMIT_MS, profile
 from ladder.store import GameResultRow, LadderStore, MoveTimes, RecordStatus
-from ladder.work import seat_times
+from ladder.work_match import seat_times
 from tests.helpers.ladder import FakeClock, teams_with_versions
 from tests.ladder.site_client import running_site, sign_in
 from tests.ladder.test_site import MOVE_MS, passed_version, played_match

@@ -18,19 +18,16 @@ import trio
 from engine import GameResult, PlayerEntry, Team
 from ladder.store import GameResultRow, LadderStore, RecordStatus, StaleAttemptError
 from ladder.work import (
-    MAX_MATCH_ATTEMPTS,
     NO_DOCKER_NOTE,
     LadderDb,
     WorkSettings,
     card_path,
     check_version,
     game_log_path,
-    play_match,
     replay_path,
-    run_workers,
-    scored_row,
-    work_once,
 )
+from ladder.work_match import play_match, scored_row
+from ladder.work_pool import MAX_MATCH_ATTEMPTS, run_workers, work_once
 from league.asyncstore import StoreThread
 from tests.ladder.helpers import (
     CRASH_AT_START,

@@ -17,7 +17,8 @@ import pytest
 import trio
 
 from ladder.store import LadderStore
-from ladder.work import LadderDb, WorkSettings, check_version, game_log_path, work_once
+from ladder.work import LadderDb, WorkSettings, check_version, game_log_path
+from ladder.work_pool import work_once
 from league.asyncstore import StoreThread
 from tests.helpers.docker import REPO, labelled_containers, require_docker
 from tests.ladder.helpers import Ladder, open_ladder, zip_bytes
