@@ -153,6 +153,10 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         if match is None:
             log.error("unknown match id, dropped", match=match_id)
             return
+        if shutdown.event.is_set():
+            # Stopping: no table is opened again; the match goes back to the front of the queue.
+            send_first(broker, actor, match_id)
+            return
         run = db.call_sync(db.runs.start, match_id, setup.name)
         if run is None:
             log.info("nothing to do", match=match_id)
@@ -255,6 +259,11 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         while not stop.wait(0.5):
             pass
         say(f"worker {setup.name} stopping")
+        # The kept table's game server is this process's log while it is open: the running
+        # match gives back, the table closes (worker.log is the log again), then Dramatiq
+        # stops, so its shutdown lines are in worker.log.
+        shutdown.event.set()
+        host.close()
         worker.stop(timeout=SHUTDOWN_TIMEOUT_MS)
     finally:
         host.close()

@@ -2,7 +2,8 @@
 
 A dispatcher: `Lobby.handle` matches each packet to one handler: joining (rooms, slots,
 reservations, admission limits), admin requests, and the moves, pauses, steps and cancels it
-hands to the room's game (`server.game`, every transition of a room under its rule). Logins are
+hands to the room's game (`server.game`, every transition of a room under its rule); a
+`<prepare>` is checked, and its start position given, by `server.prepare`. Logins are
 counted and locked out by `server.logins`; the lobby delays the answer to a failed one (a timer)
 and keeps the connection's later requests in order behind it. Each handler runs on the trio
 thread, atomic, and its messages go out in one write per connection (`server.batch`).
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from engine import BOARD_SIZE, ROUND_LIMIT, GameState, Team
+from engine import GameState, Team
 from protocol.events import (
     GAME_TYPE,
     Authenticate,
@@ -49,6 +50,7 @@ from server.game import Room as Room
 from server.game import wall_clock_reason as wall_clock_reason
 from server.limits import Episode
 from server.logins import Logins
+from server.prepare import check_prepare, start_position
 from server.recorder import FinishedGame, Recorder
 from server.timers import Timers
 
@@ -548,15 +550,7 @@ class Lobby:
 
     def _on_prepare(self, peer: Peer, member: _Member, packet: Prepare) -> None:
         self._require_admin(member, packet)
-        if packet.game_type is not None and packet.game_type != GAME_TYPE:
-            raise ClientError(errors.unknown_game_type(packet.game_type))
-        if not packet.slots:
-            raise ClientError(f"{errors.ROOM_EXCEPTION}: A prepared game needs at least one <slot>")
-        if len(packet.slots) > MAX_SLOTS:
-            raise ClientError(
-                f"{errors.TOO_MANY_PLAYERS}: A game has at most {MAX_SLOTS} slots, "
-                f"got {len(packet.slots)}"
-            )
+        check_prepare(packet)
         self._refuse_when_shutting_down()
         state = start_position(packet)
         room = self._create_room(prepared=True, paused=packet.pause, state=state)
@@ -584,27 +578,6 @@ class Lobby:
             room.observers[peer] = None
             member.observing.append(room)
         peer.send(Observed(room.id))
-
-
-def start_position(packet: Prepare) -> GameState:
-    """The start of a prepared room: `GameState.initial(seed)`, or the `<state>` the admin
-    sent (our extensions, docs/server.md; "play from here"). A position no game can be
-    played from is refused with a reason: the room is not created."""
-    state = packet.state
-    if state is None:
-        return GameState.initial(packet.seed)
-    problem = None
-    if packet.seed is not None:
-        problem = "give a seed or a start state, not both"
-    elif state.width != BOARD_SIZE or state.height != BOARD_SIZE:
-        problem = f"the board must be {BOARD_SIZE}×{BOARD_SIZE}, got {state.width}×{state.height}"
-    elif state.turn // 2 >= ROUND_LIMIT:
-        problem = f"turn {state.turn} is past the last turn ({2 * ROUND_LIMIT - 1})"
-    elif state.is_over:
-        problem = f"the game is already over in this position (turn {state.turn})"
-    if problem is not None:
-        raise ClientError(f"{errors.ROOM_EXCEPTION}: Invalid start state: {problem}")
-    return state
 
 
 def _address_of(peer: Peer) -> str:

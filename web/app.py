@@ -65,7 +65,7 @@ from web.hub import Change, GameHub
 from web.league import LeagueView
 from web.league_routes import LeagueRoutes
 from web.listen import ProxyHeaders, WebAdmission
-from web.playfrom import PlayBots, StartError, start_state
+from web.playfrom import PlayBots, PlayFromRoutes
 from web.replays import ReplayRoutes
 from web.sc import HumanPlayer, admin_request, player_json
 
@@ -117,7 +117,7 @@ class WebViewer:
         self.gate: AsyncGate = LocalGate(OpenGate())
         # Analysing is a core's work for many seconds: as open as playing (see `open_play`).
         self.analyses = AnalysisJobs(
-            lambda handler: self._guard(handler, admin=not self.open_play), self._spawn
+            lambda handler: self._guard(handler, admin=not self.open_play), self.spawn
         )
         self.play = PlayBots(settings, self._cancel_room)
         self.app = self._build_app()
@@ -163,7 +163,8 @@ class WebViewer:
         finally:
             self.play.close()  # the bots of "play from here" were stopped with their tasks
 
-    def _spawn(self, task: Callable[[], Awaitable[None]]) -> None:
+    def spawn(self, task: Callable[[], Awaitable[None]]) -> None:
+        """Run `task` in the viewer's nursery (it ends with the viewer)."""
         assert self._nursery is not None, "requests are served only while running"
         self._nursery.start_soon(task)
 
@@ -199,10 +200,8 @@ class WebViewer:
                     self._guard(self._play, admin=not self.open_play),
                     methods=["POST"],
                 ),
-                Route(
-                    "/api/play/from",
-                    self._guard(self._play_from, admin=not self.open_play),
-                    methods=["POST"],
+                *PlayFromRoutes(self.play, self).routes(
+                    lambda handler: self._guard(handler, admin=not self.open_play)
                 ),
                 WebSocketRoute("/ws/lobby", self._ws_lobby),
                 WebSocketRoute("/ws/game/{room_id}", self._ws_game),
@@ -455,7 +454,8 @@ class WebViewer:
 
     # ------------------------------------------------------------------ admin
 
-    async def _admin(self, *packets: Any) -> tuple[Any, Response | None]:
+    async def admin(self, *packets: Any) -> tuple[Any, Response | None]:
+        """Send `packets` as the admin: the reply, and the error response if it failed."""
         try:
             reply = await admin_request(self.game_port, self.settings.password, packets)
         except (ConnectionClosed, trio.TooSlowError) as failure:
@@ -473,7 +473,7 @@ class WebViewer:
             return error(400, "names: two strings")
         timeouts = bool(body.get("timeouts", True))
         slots = tuple(SlotDescriptor(name[:100], timeouts, True) for name in names)
-        reply, failed = await self._admin(Prepare(GAME_TYPE, bool(body.get("paused")), slots))
+        reply, failed = await self.admin(Prepare(GAME_TYPE, bool(body.get("paused")), slots))
         if failed is not None:
             return failed
         prepared = reply.prepared[0]
@@ -486,7 +486,7 @@ class WebViewer:
         room_id = body.get("room")
         if not isinstance(room_id, str):
             return error(400, "room: a room id")
-        _reply, failed = await self._admin(make(room_id, body))
+        _reply, failed = await self.admin(make(room_id, body))
         return failed or JSONResponse({"ok": True})
 
     async def _pause(self, request: Request, session: Session) -> Response:
@@ -495,7 +495,7 @@ class WebViewer:
         )
 
     async def _cancel_room(self, room_id: str) -> None:
-        _reply, failed = await self._admin(CancelRequest(room_id))
+        _reply, failed = await self.admin(CancelRequest(room_id))
         if failed is not None:
             log.info("cancel failed", room=room_id, error=bytes(failed.body).decode())
 
@@ -511,7 +511,7 @@ class WebViewer:
         """A person takes a slot: a room prepared for them (their slot never times out, the
         other one is open to the next bot's <join>), or a given reservation code."""
         body = await json_body(request)
-        refused = self._no_room_for(session)
+        refused = self.no_room_for(session)
         if refused is not None:
             return refused
         reservation = body.get("reservation")
@@ -522,7 +522,7 @@ class WebViewer:
             human = SlotDescriptor(name, False, True)
             bot = SlotDescriptor(str(body.get("opponent", "") or "")[:100], True, False)
             slots = (human, bot) if team == "ONE" else (bot, human)
-            reply, failed = await self._admin(Prepare(GAME_TYPE, False, slots))
+            reply, failed = await self.admin(Prepare(GAME_TYPE, False, slots))
             if failed is not None:
                 return failed
             reservation = reply.prepared[0].reservations[0]
@@ -534,7 +534,7 @@ class WebViewer:
         self._nursery.start_soon(player.run, self.game_port)
         return JSONResponse({"token": token, "room": room_id})
 
-    def _no_room_for(self, session: Session) -> Response | None:
+    def no_room_for(self, session: Session) -> Response | None:
         """The refusal when one more game would be too many (in all, or for `session`)."""
         for token in [token for token, human in self.humans.items() if human.ended]:
             del self.humans[token]  # their page has shown the result by now
@@ -544,55 +544,6 @@ class WebViewer:
         if not session.admin and mine >= MAX_GAMES_PER_SESSION:
             return error(429, f"at most {MAX_GAMES_PER_SESSION} games at once without a login")
         return None
-
-    async def _play_from(self, request: Request, session: Session) -> Response:
-        """Play from here: a room of the game server prepared to start from the posted
-        position, the person in one slot and a bot process in the other (`web.playfrom`);
-        `team` is the person's side (default: the side to move), `bot` a name of
-        `PlayBots.names` (a built-in bot or a configured command: never a command itself)."""
-        body = await json_body(request)
-        try:
-            state = start_state(body)
-        except StartError as failure:
-            return error(400, str(failure))
-        bot = body.get("bot", "search")
-        if not isinstance(bot, str) or bot not in self.play.commands:
-            return error(400, f"bot: one of {', '.join(self.play.names)}")
-        team_name = body.get("team") or state.current_team.name
-        if team_name not in ("ONE", "TWO"):
-            return error(400, "team: ONE or TWO")
-        refused = self._no_room_for(session)
-        if refused is not None:
-            return refused
-        address = client_address(request)
-        too_many = self.play.refusal(address)
-        if too_many is not None:
-            return error(429, too_many)
-        human = SlotDescriptor("Mensch", False, True)
-        opponent = SlotDescriptor(bot, True, True)
-        slots = (human, opponent) if team_name == "ONE" else (opponent, human)
-        token = secrets.token_urlsafe(16)
-        self.play.claim(token, address)  # before the await: concurrent requests count it
-        try:
-            reply, failed = await self._admin(Prepare(GAME_TYPE, False, slots, state=state))
-        except BaseException:
-            self.play.games.pop(token, None)
-            raise
-        if failed is not None:
-            self.play.games.pop(token, None)
-            return failed
-        prepared = reply.prepared[0]
-        mine, theirs = prepared.reservations if team_name == "ONE" else prepared.reservations[::-1]
-        player = HumanPlayer(token, mine, session.token)
-        player.opponent = bot
-        self.humans[token] = player
-        assert self._nursery is not None
-        self._nursery.start_soon(player.run, self.game_port)
-        self._nursery.start_soon(
-            self.play.play, player, bot, theirs, prepared.room_id, self.game_port
-        )
-        log.info("play from here", room=prepared.room_id, turn=state.turn, bot=bot, team=team_name)
-        return JSONResponse({"token": token, "room": prepared.room_id})
 
     async def _ws_play(self, websocket: WebSocket) -> None:
         if await self._refused(websocket):

@@ -19,24 +19,33 @@ ends the game (the admin `<cancel>`), and the bot process is stopped when the ga
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 import trio
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from engine import Direction, FieldState, GameState, Move, Team
 from launching import MatchError, RunningPlayer
+from protocol import GAME_TYPE
+from protocol.events import Prepare, SlotDescriptor
 from runner.options import player_command
 from runner.processes import ProcessLauncher
 from runner.reaper import BotReaper, reaped
 from server.config import Settings
 from server.limits import is_loopback
 from server.values import BUILTIN_PLAY_BOTS
+from web.auth import Session, client_address
+from web.http import error, json_body
 from web.sc import HumanPlayer
 
 log = structlog.get_logger("web.playfrom")
@@ -210,3 +219,81 @@ class PlayBots:
         if self._logs is not None:
             shutil.rmtree(self._logs, ignore_errors=True)
             self._logs = None
+
+
+class PlayHost(Protocol):
+    """What the route needs of the viewer (`web.app.WebViewer`)."""
+
+    humans: dict[str, HumanPlayer]  # token → the person's player, as every played game
+    game_port: int
+
+    async def admin(self, *packets: Any) -> tuple[Any, Response | None]: ...
+
+    def no_room_for(self, session: Session) -> Response | None: ...
+
+    def spawn(self, task: Callable[[], Awaitable[None]]) -> None: ...
+
+
+class PlayFromRoutes:
+    """`POST /api/play/from`: start a game against a bot of `bots` from a posted position."""
+
+    def __init__(self, bots: PlayBots, host: PlayHost) -> None:
+        self.bots = bots
+        self.host = host
+
+    def routes(
+        self,
+        guard: Callable[
+            [Callable[[Request, Session], Awaitable[Response]]],
+            Callable[[Request], Awaitable[Response]],
+        ],
+    ) -> list[Route]:
+        """The routes, each behind `guard` (a session, CSRF, this site; as open as playing)."""
+        return [Route("/api/play/from", guard(self.play_from), methods=["POST"])]
+
+    async def play_from(self, request: Request, session: Session) -> Response:
+        """Play from here: a room of the game server prepared to start from the posted
+        position, the person in one slot and a bot process in the other (module docstring);
+        `team` is the person's side (default: the side to move), `bot` a name of
+        `PlayBots.names` (a built-in bot or a configured command: never a command itself)."""
+        body = await json_body(request)
+        try:
+            state = start_state(body)
+        except StartError as failure:
+            return error(400, str(failure))
+        bot = body.get("bot", "search")
+        if not isinstance(bot, str) or bot not in self.bots.commands:
+            return error(400, f"bot: one of {', '.join(self.bots.names)}")
+        team_name = body.get("team") or state.current_team.name
+        if team_name not in ("ONE", "TWO"):
+            return error(400, "team: ONE or TWO")
+        refused = self.host.no_room_for(session)
+        if refused is not None:
+            return refused
+        address = client_address(request)
+        too_many = self.bots.refusal(address)
+        if too_many is not None:
+            return error(429, too_many)
+        human = SlotDescriptor("Mensch", False, True)
+        opponent = SlotDescriptor(bot, True, True)
+        slots = (human, opponent) if team_name == "ONE" else (opponent, human)
+        token = secrets.token_urlsafe(16)
+        self.bots.claim(token, address)  # before the await: concurrent requests count it
+        try:
+            reply, failed = await self.host.admin(Prepare(GAME_TYPE, False, slots, state=state))
+        except BaseException:
+            self.bots.games.pop(token, None)
+            raise
+        if failed is not None:
+            self.bots.games.pop(token, None)
+            return failed
+        prepared = reply.prepared[0]
+        mine, theirs = prepared.reservations if team_name == "ONE" else prepared.reservations[::-1]
+        player = HumanPlayer(token, mine, session.token)
+        player.opponent = bot
+        self.host.humans[token] = player
+        port = self.host.game_port
+        self.host.spawn(partial(player.run, port))
+        self.host.spawn(partial(self.bots.play, player, bot, theirs, prepared.room_id, port))
+        log.info("play from here", room=prepared.room_id, turn=state.turn, bot=bot, team=team_name)
+        return JSONResponse({"token": token, "room": prepared.room_id})

@@ -223,7 +223,7 @@ async def test_server_without_the_seed_extension_falls_back_to_unpaired(
         def initial(cls, seed: int | None = None) -> GameState:
             return GameState.initial(None)
 
-    monkeypatch.setattr("server.lobby.GameState", IgnoresSeed)
+    monkeypatch.setattr("server.prepare.GameState", IgnoresSeed)
     run = options(tmp_path, "--games", "3", "--concurrency", "1", "--seed", "7")
     match, observed, _ = await run_schedule(run, gate_size=0)
     output = match.out.getvalue()  # type: ignore[attr-defined]
