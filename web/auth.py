@@ -11,6 +11,7 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass
+from typing import TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -82,17 +83,29 @@ class Sessions:
 
     @staticmethod
     def _add(table: dict[str, Session], cap: int, *, admin: bool) -> Session:
-        now = time.time()
-        if len(table) >= cap:
-            for token in [t for t, s in table.items() if s.expires < now]:
-                del table[token]
-            while len(table) >= cap:
-                del table[next(iter(table))]
         session = Session(
-            secrets.token_urlsafe(32), secrets.token_urlsafe(32), now + SESSION_SECONDS, admin
+            secrets.token_urlsafe(32),
+            secrets.token_urlsafe(32),
+            time.time() + SESSION_SECONDS,
+            admin,
         )
-        table[session.token] = session
-        return session
+        return admit(table, cap, session)
+
+
+SessionT = TypeVar("SessionT", bound=Session)
+
+
+def admit(table: dict[str, SessionT], cap: int, session: SessionT) -> SessionT:
+    """Put a new `session` into a table of at most `cap`: when it is full the expired ones go
+    first, then the oldest (a dict keeps the order of insertion)."""
+    if len(table) >= cap:
+        now = time.time()
+        for token in [t for t, s in table.items() if s.expires < now]:
+            del table[token]
+        while len(table) >= cap:
+            del table[next(iter(table))]
+    table[session.token] = session
+    return session
 
 
 def csrf_ok(session: Session, given: str | None) -> bool:

@@ -20,7 +20,7 @@ from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatc
 
 from server.config import Settings
 from server.logins import Logins
-from web.auth import SESSION_SECONDS, Session
+from web.auth import SESSION_SECONDS, Session, admit
 
 MAX_ANONYMOUS = 10_000  # a GET each makes one: the oldest make room
 MAX_SIGNED_IN = 2_000
@@ -119,20 +119,13 @@ class Sessions:
 
     @staticmethod
     def _add(table: dict[str, LadderSession], cap: int, member_id: int | None) -> LadderSession:
-        now = time.time()
-        if len(table) >= cap:
-            for token in [t for t, s in table.items() if s.expires < now]:
-                del table[token]
-            while len(table) >= cap:
-                del table[next(iter(table))]
         session = LadderSession(
             secrets.token_urlsafe(32),
             secrets.token_urlsafe(32),
-            now + SESSION_SECONDS,
+            time.time() + SESSION_SECONDS,
             member_id=member_id,
         )
-        table[session.token] = session
-        return session
+        return admit(table, cap, session)
 
 
 def lockout() -> Logins:
