@@ -27,7 +27,7 @@ often the marks agree with 8× the nodes)."""
 CHAIN = 1
 """Positions analysed in a row by one search, each starting from the table the one before
 left. 1: every position on a fresh table — chains of 10 agreed worse with 8× the nodes
-(docs/analysis.md, `python -m bench.analysis --chain 10`)."""
+(docs/analysis.md; measured before bench.analysis read its traces)."""
 MAX_NODES = 10_000_000
 MAX_DEPTH = 60
 FORMAT = "piranhas-analysis"
