@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import trio
 
+from engine import GameState
 from server.config import Settings
 from tests.helpers.process import TEST_BOTS
 
@@ -151,3 +152,26 @@ async def test_play_from_a_live_game_position_against_a_built_in_bot(
             while running.viewer.play.games:
                 await trio.sleep(0.01)
             nursery.cancel_scope.cancel()
+
+
+async def test_play_from_a_position_whose_last_move_cannot_have_led_there_says_why(
+    running: Running, browser: BrowserThread
+) -> None:
+    states, _ = random_game(seed=21)
+    # A replay file whose turn 15 names a last move that did not happen: its start holds a
+    # fish of the side to move.
+    shown = states[15]
+    wrong = GameState.from_rows(shown.rows(), shown.turn, shown.first_union, shown.legal_moves()[0])
+    path = replay_file(running.viewer.settings.replay_dir, [*states[:15], wrong])
+    with trio.fail_after(60):
+        page = await browser.new_page()
+        await browser.run(lambda: page.goto(f"{running.url}/replays#file={path.name}&turn=15"))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="15"]'))
+        await browser.run(lambda: page.select_option("#play-bot", "random"))
+        await browser.run(lambda: page.click("#play-here"))
+        await browser.run(lambda: page.wait_for_selector("#play-here-error:not(:empty)"))
+        said = await browser.run(lambda: page.text_content("#play-here-error"))
+        assert said is not None and said.startswith("lastMove: its start"), said
+        # Nothing was started, and the page stays where it was.
+        assert not running.viewer.humans and not running.viewer.hub.games
+        assert "/replays" in await browser.run(lambda: page.url)
