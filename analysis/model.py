@@ -55,14 +55,15 @@ def score_for(probability: float) -> int | None:
 
 def move_loss(best: int, played: int, previous: tuple[int, int | None] | None) -> float:
     """The win probability a move gave away: P(best) − P(played) at the deepest completed
-    depth, averaged with the same difference one depth shallower when there is one. A
-    search of odd depth ends on the mover's ply and one of even depth on the opponent's;
-    each misjudges some moves, the mean of two neighbouring depths fewer (on two test games,
-    83 % of the marks equal to an analysis at 8× the nodes, 70 % without: docs/analysis.md)."""
+    depth, or the same difference one depth shallower when that is larger. A search of odd
+    depth ends on the mover's ply and one of even depth on the opponent's, and the loss
+    swings with that parity (a refutation seen at one is missed at the other); the larger of
+    two neighbouring depths is what a search with more nodes also sees (docs/analysis.md,
+    "The search and its measurements": the mean of the two agreed far worse)."""
     loss = max(0.0, win_probability(best) - win_probability(played))
     if previous is not None and previous[1] is not None:
         shallower = max(0.0, win_probability(previous[0]) - win_probability(previous[1]))
-        loss = (loss + shallower) / 2.0
+        loss = max(loss, shallower)
     return loss
 
 
