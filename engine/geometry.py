@@ -48,17 +48,31 @@ FieldTable = tuple[
     tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
 ]  # fmt: skip
 
+# The move generator works on *line codes*: per line (column, diagonal, row, anti-diagonal)
+# one small int, as seen by the team to move,
+#     1 | (own fish or squid) << 1 | (opponent's fish) << opponent_shift | fish count << count_shift
+# with one bit per field of the line (its place among the line's fields, in bit order). For
+# a 10×10 board that is 25 bits: a one-digit int, whose AND CPython computes without making
+# an object (a whole-board mask is 8 digits, and each AND of two made one and freed it).
+# A local check mask is (fields jumped over) << opponent_shift | target << 1, or 1 for a
+# target off the board (bit 0 is set in every code); a move is legal iff not code & check.
+
 # The move generator's entry of a field (GameState keeps one per fish, sorted): its bit index
 # first (the sort key: row-major order), the ids of its four lines (see _AXIS_OF) into the
-# per-line fish counts a state carries, the check masks per direction in enum order indexed
-# by distance, and its eight Moves. Counts read from a list are cheaper than a line mask's
-# bit_count() per fish, and iterating over the entries saves extracting the lowest bit.
+# line codes a state carries, the local check masks per direction in enum order indexed by
+# distance, and its eight Moves. Iterating over the entries saves extracting the lowest bit.
 FishEntry = tuple[
     int, int, int, int, int,
     tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
     tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
     tuple[Move, ...],
 ]  # fmt: skip
+
+# How a fish arriving on (or leaving) a field changes the codes of its four lines: the line
+# ids, then per line x = count unit + own bit (the mover's own view), y = count unit +
+# opponent bit (the other team's view), z = own bit - opponent bit (a capture: the count
+# stays, the field changes team; the other team's view changes by -z).
+LineDeltas = tuple[int, ...]
 
 # What apply needs of one of the table's Moves: the start's entry, the check masks of the
 # move's direction by distance, the id and the mask of the line it moves along, the start's bit.
@@ -100,6 +114,11 @@ class Geometry:
     neighbours: list[int]
     # below[bit] = the mask of all bits below it (a fish's place among its team's, row-major).
     below: list[int]
+    # Line codes (see above): where the opponent's fields and the count start, and per field
+    # its LineDeltas (None for guard bits).
+    opponent_shift: int
+    count_shift: int
+    line_deltas: list[LineDeltas | None]
     # id(move) → its MoveEntry, for the Moves in `moves` (they live as long as the geometry,
     # so their ids are never reused by another object).
     move_entries: dict[int, MoveEntry]
@@ -176,10 +195,44 @@ def geometry(width: int, height: int) -> Geometry:
             if (dx or dy) and 0 <= x + dx < width and 0 <= y + dy < height
         )
     line_count = 3 * width + 3 * height - 2
+    # Each field's place on its four lines (the line's fields in bit order).
+    on_line: dict[int, list[int]] = {}
+    for index in coords:
+        for line_id in line_ids[index]:
+            on_line.setdefault(line_id, []).append(index)
+    place = {
+        index: tuple(on_line[line_id].index(index) for line_id in line_ids[index])
+        for index in coords
+    }
+    opponent_shift = 1 + longest_line
+    count_shift = 1 + 2 * longest_line
+    local_checks: dict[int, tuple[tuple[int, ...], ...]] = {}
+    line_deltas: list[LineDeltas | None] = [None] * (height * stride)
+    for index in coords:
+        checks = []
+        for direction, bits in zip(DIRECTIONS, rays[index], strict=True):
+            axis = _AXIS_OF[direction]
+            by_distance = [1] * (longest_line + 1)
+            jumped = 0
+            for distance, target in enumerate(bits, start=1):
+                local = 1 << place[target.bit_length() - 1][axis]
+                by_distance[distance] = (jumped << opponent_shift) | (local << 1)
+                jumped |= local
+            checks.append(tuple(by_distance))
+        local_checks[index] = tuple(checks)
+        own_bits = [1 << (1 + at) for at in place[index]]
+        opponent_bits = [1 << (opponent_shift + at) for at in place[index]]
+        unit = 1 << count_shift
+        line_deltas[index] = (
+            *line_ids[index],
+            *(unit + bit for bit in own_bits),
+            *(unit + bit for bit in opponent_bits),
+            *(own - opponent for own, opponent in zip(own_bits, opponent_bits, strict=True)),
+        )
     entries: list[FishEntry | None] = [None] * (height * stride)
     move_entries: dict[int, MoveEntry] = {}
     for index in coords:
-        entry: FishEntry = (index, *line_ids[index], *all_checks[index], moves[index])  # type: ignore[assignment]
+        entry: FishEntry = (index, *line_ids[index], *local_checks[index], moves[index])  # type: ignore[assignment]
         entries[index] = entry
         own_moves = moves[index]
         assert own_moves is not None
@@ -211,6 +264,9 @@ def geometry(width: int, height: int) -> Geometry:
         entries=entries,
         neighbours=neighbours,
         below=[(1 << index) - 1 for index in range(height * stride)],
+        opponent_shift=opponent_shift,
+        count_shift=count_shift,
+        line_deltas=line_deltas,
         move_entries=move_entries,
     )
 

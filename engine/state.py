@@ -82,8 +82,9 @@ class GameState:
     """
 
     __slots__ = (
+        "_codes_one",
+        "_codes_two",
         "_connected",
-        "_counts",
         "_first_union",
         "_ge2",
         "_ge3",
@@ -109,14 +110,16 @@ class GameState:
     _first_union: Team | None
     _last_move: Move | None
     # For the move generator, made on first use (None until then) and never changed after:
-    # the FishEntry of each team's fish in row-major order, and the number of fish on each
-    # line (indexed by the line ids of engine.geometry). A state made by apply from a state
-    # that has them derives them from its parent's in a few list operations: `_source` is
-    # (parent, start entry, target entry, captured) until then. apply does not derive them
-    # itself: a search makes many children it never expands, a server never lists moves.
+    # the FishEntry of each team's fish in row-major order, and the code of each line as ONE
+    # and as TWO sees it (indexed by the line ids of engine.geometry; see there). A state made
+    # by apply from a state that has them derives them from its parent's in a few list
+    # operations: `_source` is (parent, start entry, target entry, captured) until then. apply
+    # does not derive them itself: a search makes many children it never expands, a server
+    # never lists moves.
     _ones: list[FishEntry]
     _twos: list[FishEntry]
-    _counts: list[int] | None
+    _codes_one: list[int] | None
+    _codes_two: list[int]
     _source: tuple[GameState, FishEntry, FishEntry, int] | None
     # Lazily computed, never observable as mutation: whether (ONE, TWO) are fully connected.
     _connected: tuple[bool, bool] | None
@@ -141,7 +144,7 @@ class GameState:
         state._first_union = first_union
         state._last_move = last_move
         state._connected = connected
-        state._counts = None
+        state._codes_one = None
         state._source = None
         return state
 
@@ -375,8 +378,12 @@ class GameState:
         own, opponent = (two, one) if mover_is_two else (one, two)
         if not own & start:
             self._reject(move)
-        counts = self._counts
-        distance = ((one | two) & line_mask).bit_count() if counts is None else counts[line]
+        codes = self._codes_one
+        distance = (
+            ((one | two) & line_mask).bit_count()
+            if codes is None
+            else codes[line] >> geo.count_shift
+        )
         check = checks[distance]
         shift = geo.check_shift
         if check & (1 | (opponent << 1) | ((own | self._squid) << shift)):
@@ -438,10 +445,10 @@ class GameState:
         state._first_union = first_union
         state._last_move = move
         state._connected = connected
-        state._counts = None
+        state._codes_one = None
         # Only a parent with fish lists is kept: no chain of states stays alive.
         state._source = (
-            None if self._counts is None else (self, entry, geo.entries[target_index], captured)  # type: ignore[assignment]
+            None if codes is None else (self, entry, geo.entries[target_index], captured)  # type: ignore[assignment]
         )
         return state
 
@@ -461,32 +468,52 @@ class GameState:
         assert moves is not None
         return geo.move_entries[id(moves[_DIRECTION_INDEX[move.direction._name_]])]
 
-    def _fish_lists(self) -> list[int]:
-        """Make _ones, _twos and _counts (see there); returns _counts."""
+    def _fish_lists(self) -> None:
+        """Make _ones, _twos, _codes_one and _codes_two (see there)."""
         source = self._source
+        geo = self._geo
         if source is None:
-            geo = self._geo
-            entries = geo.entries
-            counts = [0] * geo.line_count
+            entries, deltas = geo.entries, geo.line_deltas
+            # Bit 0 of every code is set (the off-board check); squids are in the own half
+            # of both views (no fish may land there, both may jump over them).
+            codes_one = [1] * geo.line_count
+            codes_two = [1] * geo.line_count
+            squid = self._squid
+            unit = 1 << geo.count_shift
+            while squid:
+                low = squid & -squid
+                squid ^= low
+                found = deltas[low.bit_length() - 1]
+                assert found is not None
+                for line, own in zip(found[0:4], found[4:8], strict=True):
+                    codes_one[line] += own - unit
+                    codes_two[line] += own - unit
             fish_lists: list[list[FishEntry]] = [[], []]
-            for team, mask in enumerate((self._one, self._two)):
+            for team, mask, mine, theirs in (
+                (0, self._one, codes_one, codes_two),
+                (1, self._two, codes_two, codes_one),
+            ):
                 while mask:
                     low = mask & -mask
                     mask ^= low
-                    found = entries[low.bit_length() - 1]
-                    assert found is not None
-                    fish_lists[team].append(found)
-                    for line in found[1:5]:
-                        counts[line] += 1
+                    index = low.bit_length() - 1
+                    entry = entries[index]
+                    found = deltas[index]
+                    assert entry is not None and found is not None
+                    fish_lists[team].append(entry)
+                    for line, own, other in zip(found[0:4], found[4:8], found[8:12], strict=True):
+                        mine[line] += own
+                        theirs[line] += other
             self._ones, self._twos = fish_lists
-            self._counts = counts
-            return counts
+            self._codes_two = codes_two
+            self._codes_one = codes_one
+            return
         parent, entry, target_entry, captured = source
         self._source = None
         ones, twos = parent._ones, parent._twos
         # A fish's place in its list is the number of its team's fish below it (row-major):
         # no comparisons of entries.
-        below = self._geo.below
+        below = geo.below
         start_index, target_index = entry[0], target_entry[0]
         if parent._turn & 1:
             twos = twos.copy()
@@ -495,6 +522,9 @@ class GameState:
             if captured:
                 ones = ones.copy()
                 del ones[(parent._one & below[target_index]).bit_count()]
+            mine = parent._codes_two.copy()
+            theirs = parent._codes_one.copy()  # type: ignore[union-attr]
+            self._codes_one, self._codes_two = theirs, mine
         else:
             ones = ones.copy()
             del ones[(parent._one & below[start_index]).bit_count()]
@@ -502,35 +532,54 @@ class GameState:
             if captured:
                 twos = twos.copy()
                 del twos[(parent._two & below[target_index]).bit_count()]
-        counts = parent._counts.copy()  # type: ignore[union-attr]
-        _, a, b, c, d = entry[:5]
-        counts[a] -= 1
-        counts[b] -= 1
-        counts[c] -= 1
-        counts[d] -= 1
-        if not captured:
-            _, a, b, c, d = target_entry[:5]
-            counts[a] += 1
-            counts[b] += 1
-            counts[c] += 1
-            counts[d] += 1
+            mine = parent._codes_one.copy()  # type: ignore[union-attr]
+            theirs = parent._codes_two.copy()
+            self._codes_one, self._codes_two = mine, theirs
+        # Unrolled (one derivation per listed ply): the mover leaves the start's lines ...
+        deltas = geo.line_deltas
+        a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, _, _, _, _ = deltas[start_index]  # type: ignore[misc]
+        mine[a] -= xa
+        mine[b] -= xb
+        mine[c] -= xc
+        mine[d] -= xd
+        theirs[a] -= ya
+        theirs[b] -= yb
+        theirs[c] -= yc
+        theirs[d] -= yd
+        a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, za, zb, zc, zd = deltas[target_index]  # type: ignore[misc]
+        if captured:
+            # ... and takes the target's field from the opponent (the counts stay) ...
+            mine[a] += za
+            mine[b] += zb
+            mine[c] += zc
+            mine[d] += zd
+            theirs[a] -= za
+            theirs[b] -= zb
+            theirs[c] -= zc
+            theirs[d] -= zd
+        else:
+            # ... or arrives on an empty one.
+            mine[a] += xa
+            mine[b] += xb
+            mine[c] += xc
+            mine[d] += xd
+            theirs[a] += ya
+            theirs[b] += yb
+            theirs[c] += yc
+            theirs[d] += yd
         self._ones = ones
         self._twos = twos
-        self._counts = counts
-        return counts
 
     def legal_moves(self) -> list[Move]:
         """All legal moves of the team to move: fish in row-major order (y, then x), each
         fish's moves in Direction enum order. A new list on every call."""
-        counts = self._counts
-        if counts is None:
-            counts = self._fish_lists()
+        if self._codes_one is None:
+            self._fish_lists()
         if self._turn & 1:
-            own, opponent, fish = self._two, self._one, self._twos
+            codes, fish = self._codes_two, self._twos
         else:
-            own, opponent, fish = self._one, self._two, self._ones
-        geo = self._geo
-        probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
+            codes, fish = self._codes_one, self._ones
+        shift = self._geo.count_shift
         legal: list[Move] = []
         append = legal.append
         # Unrolled over the eight directions (enum order): this loop is the engine's hot path.
@@ -538,40 +587,43 @@ class GameState:
             _, column, diagonal, row, anti,
             up, up_right, right, down_right, down, down_left, left, up_left, moves,
         ) in fish:  # fmt: skip
-            along_column = counts[column]
-            along_diagonal = counts[diagonal]
-            along_row = counts[row]
-            along_anti = counts[anti]
-            if not probe & up[along_column]:
+            on_column = codes[column]
+            on_diagonal = codes[diagonal]
+            on_row = codes[row]
+            on_anti = codes[anti]
+            along_column = on_column >> shift
+            along_diagonal = on_diagonal >> shift
+            along_row = on_row >> shift
+            along_anti = on_anti >> shift
+            if not on_column & up[along_column]:
                 append(moves[0])
-            if not probe & up_right[along_diagonal]:
+            if not on_diagonal & up_right[along_diagonal]:
                 append(moves[1])
-            if not probe & right[along_row]:
+            if not on_row & right[along_row]:
                 append(moves[2])
-            if not probe & down_right[along_anti]:
+            if not on_anti & down_right[along_anti]:
                 append(moves[3])
-            if not probe & down[along_column]:
+            if not on_column & down[along_column]:
                 append(moves[4])
-            if not probe & down_left[along_diagonal]:
+            if not on_diagonal & down_left[along_diagonal]:
                 append(moves[5])
-            if not probe & left[along_row]:
+            if not on_row & left[along_row]:
                 append(moves[6])
-            if not probe & up_left[along_anti]:
+            if not on_anti & up_left[along_anti]:
                 append(moves[7])
         return legal
 
     def has_legal_move(self) -> bool:
         """Whether the team to move has any legal move. Stops at the first one found: the
         server asks this after every move (game end), where listing all moves is wasted work."""
-        if self._turn & 1:
-            own, opponent = self._two, self._one
-        else:
-            own, opponent = self._one, self._two
         geo = self._geo
-        probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
-        counts = self._counts
-        if counts is None:
+        if self._codes_one is None:
             # Without fish lists (they cost more than this): the line counts from the masks.
+            if self._turn & 1:
+                own, opponent = self._two, self._one
+            else:
+                own, opponent = self._one, self._two
+            probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
             occupied = own | opponent
             tables = geo.tables
             remaining = own
@@ -598,20 +650,31 @@ class GameState:
                 ):
                     return True
             return False
+        if self._turn & 1:
+            codes, fish = self._codes_two, self._twos
+        else:
+            codes, fish = self._codes_one, self._ones
+        shift = geo.count_shift
         for (
             _, line_column, line_diagonal, line_row, line_anti,
             up, up_right, right, down_right, down, down_left, left, up_left, _moves,
-        ) in self._twos if self._turn & 1 else self._ones:  # fmt: skip
-            # Counts read where used: the first direction is usually legal already.
+        ) in fish:  # fmt: skip
+            # Codes read where used: the first direction is usually legal already.
+            on_column = codes[line_column]
+            if not on_column & up[on_column >> shift]:
+                return True
+            on_diagonal = codes[line_diagonal]
+            if not on_diagonal & up_right[on_diagonal >> shift]:
+                return True
+            on_row = codes[line_row]
+            on_anti = codes[line_anti]
             if not (
-                probe & up[counts[line_column]]
-                and probe & up_right[counts[line_diagonal]]
-                and probe & right[counts[line_row]]
-                and probe & down_right[counts[line_anti]]
-                and probe & down[counts[line_column]]
-                and probe & down_left[counts[line_diagonal]]
-                and probe & left[counts[line_row]]
-                and probe & up_left[counts[line_anti]]
+                on_row & right[on_row >> shift]
+                and on_anti & down_right[on_anti >> shift]
+                and on_column & down[on_column >> shift]
+                and on_diagonal & down_left[on_diagonal >> shift]
+                and on_row & left[on_row >> shift]
+                and on_anti & up_left[on_anti >> shift]
             ):
                 return True
         return False
