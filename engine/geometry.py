@@ -50,10 +50,12 @@ FieldTable = tuple[
 
 # The move generator works on *line codes*: per line (column, diagonal, row, anti-diagonal)
 # one small int, as seen by the team to move,
-#     1 | (own fish or squid) << 1 | (opponent's fish) << opponent_shift | fish count << count_shift
+#     1 | (own fish or squid) << 1 | (opponent's fish) << opponent_shift
 # with one bit per field of the line (its place among the line's fields, in bit order). For
-# a 10×10 board that is 25 bits: a one-digit int, whose AND CPython computes without making
+# a 10×10 board that is 21 bits: a one-digit int, whose AND CPython computes without making
 # an object (a whole-board mask is 8 digits, and each AND of two made one and freed it).
+# The number of fish on each line (the distance of a move along it) is a list of its own:
+# in the code it would cost a shift per line and fish, dearer than the list's upkeep.
 # A local check mask is (fields jumped over) << opponent_shift | target << 1, or 1 for a
 # target off the board (bit 0 is set in every code); a move is legal iff not code & check.
 
@@ -69,9 +71,8 @@ FishEntry = tuple[
 ]  # fmt: skip
 
 # How a fish arriving on (or leaving) a field changes the codes of its four lines: the line
-# ids, then per line x = count unit + own bit (the mover's own view), y = count unit +
-# opponent bit (the other team's view), z = own bit - opponent bit (a capture: the count
-# stays, the field changes team; the other team's view changes by -z).
+# ids, then per line x = its own bit (in the mover's own view), y = its opponent bit (in the
+# other team's view), z = x - y (a capture: the field changes team; the other view by -z).
 LineDeltas = tuple[int, ...]
 
 # What apply needs of one of the table's Moves: the start's entry, the check masks of the
@@ -114,10 +115,9 @@ class Geometry:
     neighbours: list[int]
     # below[bit] = the mask of all bits below it (a fish's place among its team's, row-major).
     below: list[int]
-    # Line codes (see above): where the opponent's fields and the count start, and per field
-    # its LineDeltas (None for guard bits).
+    # Line codes (see above): where the opponent's fields start, and per field its
+    # LineDeltas (None for guard bits).
     opponent_shift: int
-    count_shift: int
     line_deltas: list[LineDeltas | None]
     # id(move) → its MoveEntry, for the Moves in `moves` (they live as long as the geometry,
     # so their ids are never reused by another object).
@@ -205,7 +205,6 @@ def geometry(width: int, height: int) -> Geometry:
         for index in coords
     }
     opponent_shift = 1 + longest_line
-    count_shift = 1 + 2 * longest_line
     local_checks: dict[int, tuple[tuple[int, ...], ...]] = {}
     line_deltas: list[LineDeltas | None] = [None] * (height * stride)
     for index in coords:
@@ -222,11 +221,10 @@ def geometry(width: int, height: int) -> Geometry:
         local_checks[index] = tuple(checks)
         own_bits = [1 << (1 + at) for at in place[index]]
         opponent_bits = [1 << (opponent_shift + at) for at in place[index]]
-        unit = 1 << count_shift
         line_deltas[index] = (
             *line_ids[index],
-            *(unit + bit for bit in own_bits),
-            *(unit + bit for bit in opponent_bits),
+            *own_bits,
+            *opponent_bits,
             *(own - opponent for own, opponent in zip(own_bits, opponent_bits, strict=True)),
         )
     entries: list[FishEntry | None] = [None] * (height * stride)
@@ -265,7 +263,6 @@ def geometry(width: int, height: int) -> Geometry:
         neighbours=neighbours,
         below=[(1 << index) - 1 for index in range(height * stride)],
         opponent_shift=opponent_shift,
-        count_shift=count_shift,
         line_deltas=line_deltas,
         move_entries=move_entries,
     )

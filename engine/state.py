@@ -85,6 +85,7 @@ class GameState:
         "_codes_one",
         "_codes_two",
         "_connected",
+        "_counts",
         "_first_union",
         "_ge2",
         "_ge3",
@@ -110,8 +111,9 @@ class GameState:
     _first_union: Team | None
     _last_move: Move | None
     # For the move generator, made on first use (None until then) and never changed after:
-    # the FishEntry of each team's fish in row-major order, and the code of each line as ONE
-    # and as TWO sees it (indexed by the line ids of engine.geometry; see there). A state made
+    # the FishEntry of each team's fish in row-major order, the code of each line as ONE and
+    # as TWO sees it, and the number of fish on each line (both indexed by the line ids of
+    # engine.geometry; see there). A state made
     # by apply from a state that has them derives them from its parent's in a few list
     # operations: `_source` is (parent, start entry, target entry, captured) until then. apply
     # does not derive them itself: a search makes many children it never expands, a server
@@ -120,6 +122,7 @@ class GameState:
     _twos: list[FishEntry]
     _codes_one: list[int] | None
     _codes_two: list[int]
+    _counts: list[int]
     _source: tuple[GameState, FishEntry, FishEntry, int] | None
     # Lazily computed, never observable as mutation: whether (ONE, TWO) are fully connected.
     _connected: tuple[bool, bool] | None
@@ -379,11 +382,7 @@ class GameState:
         if not own & start:
             self._reject(move)
         codes = self._codes_one
-        distance = (
-            ((one | two) & line_mask).bit_count()
-            if codes is None
-            else codes[line] >> geo.count_shift
-        )
+        distance = ((one | two) & line_mask).bit_count() if codes is None else self._counts[line]
         check = checks[distance]
         shift = geo.check_shift
         if check & (1 | (opponent << 1) | ((own | self._squid) << shift)):
@@ -469,7 +468,7 @@ class GameState:
         return geo.move_entries[id(moves[_DIRECTION_INDEX[move.direction._name_]])]
 
     def _fish_lists(self) -> None:
-        """Make _ones, _twos, _codes_one and _codes_two (see there)."""
+        """Make _ones, _twos, _codes_one, _codes_two and _counts (see there)."""
         source = self._source
         geo = self._geo
         if source is None:
@@ -479,15 +478,15 @@ class GameState:
             codes_one = [1] * geo.line_count
             codes_two = [1] * geo.line_count
             squid = self._squid
-            unit = 1 << geo.count_shift
+            counts = [0] * geo.line_count
             while squid:
                 low = squid & -squid
                 squid ^= low
                 found = deltas[low.bit_length() - 1]
                 assert found is not None
                 for line, own in zip(found[0:4], found[4:8], strict=True):
-                    codes_one[line] += own - unit
-                    codes_two[line] += own - unit
+                    codes_one[line] += own
+                    codes_two[line] += own
             fish_lists: list[list[FishEntry]] = [[], []]
             for team, mask, mine, theirs in (
                 (0, self._one, codes_one, codes_two),
@@ -504,6 +503,8 @@ class GameState:
                     for line, own, other in zip(found[0:4], found[4:8], found[8:12], strict=True):
                         mine[line] += own
                         theirs[line] += other
+                        counts[line] += 1
+            self._counts = counts
             self._ones, self._twos = fish_lists
             self._codes_two = codes_two
             self._codes_one = codes_one
@@ -538,6 +539,12 @@ class GameState:
         # Unrolled (one derivation per listed ply): the mover leaves the start's lines ...
         deltas = geo.line_deltas
         a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, _, _, _, _ = deltas[start_index]  # type: ignore[misc]
+        counts = parent._counts.copy()
+        counts[a] -= 1
+        counts[b] -= 1
+        counts[c] -= 1
+        counts[d] -= 1
+        self._counts = counts
         mine[a] -= xa
         mine[b] -= xb
         mine[c] -= xc
@@ -559,6 +566,10 @@ class GameState:
             theirs[d] -= zd
         else:
             # ... or arrives on an empty one.
+            counts[a] += 1
+            counts[b] += 1
+            counts[c] += 1
+            counts[d] += 1
             mine[a] += xa
             mine[b] += xb
             mine[c] += xc
@@ -578,8 +589,8 @@ class GameState:
         if self._turn & 1:
             codes, fish = self._codes_two, self._twos
         else:
-            codes, fish = self._codes_one, self._ones
-        shift = self._geo.count_shift
+            codes, fish = self._codes_one, self._ones  # type: ignore[assignment]  # made above
+        counts = self._counts
         legal: list[Move] = []
         append = legal.append
         # Unrolled over the eight directions (enum order): this loop is the engine's hot path.
@@ -591,10 +602,10 @@ class GameState:
             on_diagonal = codes[diagonal]
             on_row = codes[row]
             on_anti = codes[anti]
-            along_column = on_column >> shift
-            along_diagonal = on_diagonal >> shift
-            along_row = on_row >> shift
-            along_anti = on_anti >> shift
+            along_column = counts[column]
+            along_diagonal = counts[diagonal]
+            along_row = counts[row]
+            along_anti = counts[anti]
             if not on_column & up[along_column]:
                 append(moves[0])
             if not on_diagonal & up_right[along_diagonal]:
@@ -654,27 +665,27 @@ class GameState:
             codes, fish = self._codes_two, self._twos
         else:
             codes, fish = self._codes_one, self._ones
-        shift = geo.count_shift
+        counts = self._counts
         for (
             _, line_column, line_diagonal, line_row, line_anti,
             up, up_right, right, down_right, down, down_left, left, up_left, _moves,
         ) in fish:  # fmt: skip
             # Codes read where used: the first direction is usually legal already.
             on_column = codes[line_column]
-            if not on_column & up[on_column >> shift]:
+            if not on_column & up[counts[line_column]]:
                 return True
             on_diagonal = codes[line_diagonal]
-            if not on_diagonal & up_right[on_diagonal >> shift]:
+            if not on_diagonal & up_right[counts[line_diagonal]]:
                 return True
             on_row = codes[line_row]
             on_anti = codes[line_anti]
             if not (
-                on_row & right[on_row >> shift]
-                and on_anti & down_right[on_anti >> shift]
-                and on_column & down[on_column >> shift]
-                and on_diagonal & down_left[on_diagonal >> shift]
-                and on_row & left[on_row >> shift]
-                and on_anti & up_left[on_anti >> shift]
+                on_row & right[counts[line_row]]
+                and on_anti & down_right[counts[line_anti]]
+                and on_column & down[counts[line_column]]
+                and on_diagonal & down_left[counts[line_diagonal]]
+                and on_row & left[counts[line_row]]
+                and on_anti & up_left[counts[line_anti]]
             ):
                 return True
         return False
