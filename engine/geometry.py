@@ -76,8 +76,13 @@ FishEntry = tuple[
 LineDeltas = tuple[int, ...]
 
 # What apply needs of one of the table's Moves: the start's entry, the check masks of the
-# move's direction by distance, the id and the mask of the line it moves along, the start's bit.
-MoveEntry = tuple[FishEntry, tuple[int, ...], int, int, int]
+# move's direction by distance, the id and the mask of the line it moves along, the start's
+# bit, the local check masks by distance (see line codes), and per distance the landing:
+# the target's bit, its FishEntry and the mask of its 8 neighbours (None off the board).
+Landing = tuple[int, FishEntry, int]
+MoveEntry = tuple[
+    FishEntry, tuple[int, ...], int, int, int, tuple[int, ...], tuple[Landing | None, ...]
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -232,15 +237,25 @@ def geometry(width: int, height: int) -> Geometry:
     for index in coords:
         entry: FishEntry = (index, *line_ids[index], *local_checks[index], moves[index])  # type: ignore[assignment]
         entries[index] = entry
+    for index in coords:
+        entry = entries[index]  # type: ignore[assignment]
         own_moves = moves[index]
         assert own_moves is not None
         for number, move in enumerate(own_moves):
+            landings: list[Landing | None] = [None] * (longest_line + 1)
+            for distance, target in enumerate(rays[index][number], start=1):
+                target_index = target.bit_length() - 1
+                target_entry = entries[target_index]
+                assert target_entry is not None
+                landings[distance] = (target, target_entry, neighbours[target_index])
             move_entries[id(move)] = (
                 entry,
                 all_checks[index][number],
                 line_ids[index][number & 3],
                 lines[index][number & 3],
                 1 << index,
+                local_checks[index][number],
+                tuple(landings),
             )
     return Geometry(
         width=width,

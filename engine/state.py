@@ -375,49 +375,61 @@ class GameState:
             found = self._move_entry(move)
             if found is None:
                 self._reject(move)
-        entry, checks, line, line_mask, start = found
-        one, two = self._one, self._two
+        entry, checks, line, line_mask, start, local_checks, landings = found
         mover_is_two = self._turn & 1
-        own, opponent = (two, one) if mover_is_two else (one, two)
+        if mover_is_two:
+            own, opponent = self._two, self._one
+        else:
+            own, opponent = self._one, self._two
         if not own & start:
             self._reject(move)
         codes = self._codes_one
-        distance = ((one | two) & line_mask).bit_count() if codes is None else self._counts[line]
-        check = checks[distance]
-        shift = geo.check_shift
-        if check & (1 | (opponent << 1) | ((own | self._squid) << shift)):
-            self._reject(move)
-        # Legal (the checks above accept exactly the legal moves): make the new state.
-        target = check >> shift
-        both = start | target
-        # A legal move lands on an empty field or captures: the opponent changed only then.
-        captured = target & (one | two)
-        if mover_is_two:
-            one, two = one & ~target, two ^ both
-            mover = two
+        if codes is None:
+            distance = ((own | opponent) & line_mask).bit_count()
+            check = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
+            if checks[distance] & check:
+                self._reject(move)
         else:
-            one, two = one ^ both, two & ~target
-            mover = one
-        ge2, ge3 = self._ge2 & ~target, self._ge3 & ~target
-        if self._ge2 & start:
+            # With the generator's lists: the line's code, as in legal_moves.
+            distance = self._counts[line]
+            if (self._codes_two if mover_is_two else codes)[line] & local_checks[distance]:
+                self._reject(move)
+        # Legal (the checks above accept exactly the legal moves): make the new state.
+        target, target_entry, near = landings[distance]  # type: ignore[misc]
+        both = start | target
+        own ^= both
+        # A legal move lands on an empty field or captures: the opponent changed only then.
+        captured = target & opponent
+        ge2, ge3 = self._ge2, self._ge3
+        if captured:
+            opponent ^= target
+            # The captured fish's size goes with it (size 3 is a subset of size >= 2).
+            if ge2 & target:
+                ge2 ^= target
+                if ge3 & target:
+                    ge3 ^= target
+        if ge2 & start:
             ge2 ^= both
-        if self._ge3 & start:
-            ge3 ^= both
+            if ge3 & start:
+                ge3 ^= both
+        if mover_is_two:
+            one, two = opponent, own
+        else:
+            one, two = own, opponent
         stride = geo.stride
-        target_index = target.bit_length() - 1
         # The mover's connectivity. A landing fish without a neighbour of its own team leaves
         # the swarm split (the usual case); else connected_component inlined (hot path).
-        if not mover & geo.neighbours[target_index] and mover != target:
+        if not own & near and own != target:
             mover_connected = False
         else:
             reach = target
             while True:
                 row_grown = reach | (reach << 1) | (reach >> 1)
-                grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & mover
+                grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & own
                 if grown == reach:
                     break
                 reach = grown
-            mover_connected = reach == mover
+            mover_connected = reach == own
         # Without a capture the opponent's fish did not change: reuse its connectivity.
         before = self._connected
         if before is None:
@@ -446,9 +458,7 @@ class GameState:
         state._connected = connected
         state._codes_one = None
         # Only a parent with fish lists is kept: no chain of states stays alive.
-        state._source = (
-            None if codes is None else (self, entry, geo.entries[target_index], captured)  # type: ignore[assignment]
-        )
+        state._source = None if codes is None else (self, entry, target_entry, captured)
         return state
 
     def _reject(self, move: Move) -> NoReturn:
