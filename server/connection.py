@@ -155,12 +155,16 @@ class Connection:
             self._write(*corked[0], 1)
             return
         callbacks = [on_sent for _, on_sent in corked if on_sent is not None]
+        data = b"".join([data for data, _ in corked])
+        if len(callbacks) <= 1:  # (a memento and a moveRequest: the request's callback)
+            self._write(data, callbacks[0] if callbacks else None, len(corked))
+            return
 
         def on_sent(when: float) -> None:
             for callback in callbacks:
                 callback(when)
 
-        self._write(b"".join([data for data, _ in corked]), on_sent, len(corked))
+        self._write(data, on_sent, len(corked))
 
     def _write(self, data: bytes, on_sent: Callable[[float], None] | None, count: int) -> None:
         """Write `data` (`count` messages) now, or what does not fit through the writer task."""

@@ -347,7 +347,7 @@ class Room:
         self._request_move()
 
     def _request_move(self) -> None:
-        slot = self.slots[self.state.current_team.value]
+        slot = self.slots[self.state.current_team._value_]  # (_value_: no enum property call)
         now = trio.current_time()
         pending = PendingRequest(slot, now)
         self.pending = pending
