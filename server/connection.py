@@ -29,7 +29,6 @@ import time
 import weakref
 from collections.abc import Callable
 
-import structlog
 import trio
 
 from protocol import NEED_DATA, NeedData, ProtocolLimits, RemoteProtocolError, ServerConnection
@@ -37,9 +36,10 @@ from protocol.events import CloseRequest, StreamEnd
 from protocol.messages import CloseConnection, ErrorPacket, ServerMessage
 from server.config import Settings
 from server.lobby import DisconnectCause, Lobby
+from server.logs import get_logger
 from server.transport import Transport, transport_for
 
-log = structlog.get_logger("server.connection")
+log = get_logger("server.connection")
 
 # After the connection ends, queued messages and "</protocol>" get this long to go out.
 CLOSE_GRACE = 5.0

@@ -51,7 +51,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-import structlog
 import trio
 
 from engine import (
@@ -76,10 +75,11 @@ from protocol.messages import (
 )
 from server.config import Settings
 from server.feed import ObserverFeed, RoomPlayer
+from server.logs import get_logger
 from server.recorder import FinishedGame
 from server.timers import Timer, Timers
 
-log = structlog.get_logger("server.lobby")
+log = get_logger("server.lobby")
 
 MAX_SLOTS = 2
 

@@ -1,98 +1,112 @@
-"""The plain console line (server.logs.plain_line) is the line of the processor chain it
-replaced: bound_values, add_log_level, TimeStamper(iso), format_exc_info and the renderer."""
+"""A game server's own log (server.logs.ServerLog): the server's loggers (`get_logger`) write to
+it in the context it serves (the tasks and threads started there too), in the bytes of
+`configure_logging`'s lines, and to the process's logging elsewhere; the process's logging is
+never touched."""
 
 from __future__ import annotations
 
-import datetime
-import enum
-from typing import Any
+import io
+import json
+import logging
+import re
+from collections.abc import Iterator
 
 import pytest
 import structlog
+import trio
 
-from server import logs
-from server.logs import MAX_LOGGED_CHARS, bound_values, plain_line
+from server.logs import ServerLog, configure_logging, get_logger
+from tests.helpers.logs import restored_logging
 
+log = get_logger("server.test")
 
-def _render_plain(_logger: object, _method: str, event_dict: structlog.typing.EventDict) -> str:
-    """The renderer the chain ended with (as it was in server/logs.py)."""
-    timestamp = event_dict.pop("timestamp", "")
-    level = event_dict.pop("level", "")
-    event = event_dict.pop("event", "")
-    exception = event_dict.pop("exception", None)
-    fields = " ".join([f"{key}={logs._plain_value(value)}" for key, value in event_dict.items()])
-    line = f"{timestamp} [{level:<9}] {event!s:<30} {fields}".rstrip()
-    return f"{line}\n{exception}" if exception else line
+TIMESTAMP = re.compile(r"^\S+ ")
 
 
-def _chain(method: str, event_dict: dict[str, Any]) -> str:
-    processors: list[Any] = [
-        bound_values,
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=False),
-        structlog.processors.format_exc_info,
-        _render_plain,
-    ]
-    result: Any = event_dict
-    for processor in processors:
-        result = processor(None, method, result)
-    assert isinstance(result, str)
-    return result
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    with restored_logging():
+        yield
 
 
-class Cause(enum.StrEnum):
-    LOST = "LOST_CONNECTION"
-
-
-class LongCause(enum.StrEnum):
-    X = "y" * 400
-
-
-LONG = "x" * (MAX_LOGGED_CHARS + 50)
-
-CASES: list[tuple[str, dict[str, Any]]] = [
-    ("info", {"event": "move", "room": "abc-123", "team": "ONE", "move": "(1, 2) UP", "ms": 0.25}),
-    ("info", {"event": "joined", "peer": "client#1", "team": "TWO"}),
-    ("info", {"event": "connection closed", "peer": "a b", "cause": Cause.LOST}),
-    ("info", {"event": "quoted", "empty": "", "eq": "a=b", "none": None, "list": [1, "x y"]}),
-    ("warning", {"event": "slow reader", "queued_bytes": 12, "text": LONG}),
-    ("warn", {"event": "old name"}),
-    ("debug", {"event": LONG}),
-    ("info", {"event": "own keys", "timestamp": "mine", "level": "mine", "exception": LONG}),
-    ("info", {"event": "falsy exc_info", "exc_info": False, "exception": "given"}),
-    ("info", {"event": 42}),
-    ("info", {"event": "no fields"}),
-    ("info", {"event": "long enum", "cause": LongCause.X}),
-]
-
-
-@pytest.fixture
-def frozen_now(monkeypatch: pytest.MonkeyPatch) -> None:
-    moment = datetime.datetime(2026, 12, 1, 19, 30, 0, 123456)
-
-    class Frozen(datetime.datetime):
-        @classmethod
-        def now(cls, tz: datetime.tzinfo | None = None) -> Frozen:
-            return cls.fromtimestamp(moment.timestamp(), tz)
-
-    monkeypatch.setattr(datetime, "datetime", Frozen)
-    monkeypatch.setattr(logs, "_now", Frozen.now)
-
-
-@pytest.mark.usefixtures("frozen_now")
-@pytest.mark.parametrize(("method", "event_dict"), CASES)
-def test_plain_line_is_the_chains_line(method: str, event_dict: dict[str, Any]) -> None:
-    assert plain_line(None, method, dict(event_dict)) == _chain(method, dict(event_dict))
-
-
-@pytest.mark.usefixtures("frozen_now")
-@pytest.mark.parametrize("method", ["error", "exception"])
-def test_plain_line_renders_a_traceback_as_the_chain(method: str) -> None:
+def log_some() -> None:
+    log.debug("hidden")
+    log.info("room created", room="r1", prepared=True)
+    log.warning("slow", ms=12, text="a b")
     try:
         raise ValueError("boom")
     except ValueError:
-        event = {"event": "handling a packet failed", "peer": "p", "exc_info": True}
-        line = plain_line(None, method, dict(event))
-        assert line == _chain(method, dict(event))
-    assert "ValueError: boom" in line
-    assert line.split("\n")[0].startswith("2026-12-01T19:30:00.123456 [error    ]")
+        log.exception("connection failed", peer="p")
+
+
+def without_timestamps(text: str) -> list[str]:
+    return [TIMESTAMP.sub("", line) for line in text.splitlines()]
+
+
+def test_a_servers_lines_are_the_bytes_of_the_process_logging() -> None:
+    own = io.StringIO()
+    server_log = ServerLog(own, "info")
+    with server_log.serving():
+        log_some()
+    process = io.StringIO()
+    configure_logging("console", "info", stream=process, cache=False)
+    log_some()
+    assert "hidden" not in own.getvalue()
+    assert "ValueError: boom" in own.getvalue()
+    assert without_timestamps(own.getvalue()) == without_timestamps(process.getvalue())
+
+
+def test_a_servers_json_lines_are_those_of_the_process_logging() -> None:
+    own = io.StringIO()
+    with ServerLog(own, "debug", "json").serving():
+        log_some()
+    process = io.StringIO()
+    configure_logging("json", "debug", stream=process, cache=False)
+    log_some()
+    ours = [json.loads(line) for line in own.getvalue().splitlines()]
+    theirs = [json.loads(line) for line in process.getvalue().splitlines()]
+    for line in ours + theirs:
+        del line["timestamp"]
+    assert ours == theirs
+    assert [line["event"] for line in ours][:2] == ["hidden", "room created"]
+
+
+async def test_the_tasks_and_threads_of_the_server_log_to_its_log_the_hosts_do_not() -> None:
+    process = io.StringIO()
+    configure_logging("console", "info", stream=process, cache=False)
+    configured, handlers = structlog.get_config(), logging.root.handlers[:]
+    own = io.StringIO()
+    server_log = ServerLog(own, "info")
+
+    async def server() -> None:
+        with server_log.serving():
+            assert structlog.get_config() == configured
+            assert logging.root.handlers == handlers
+            log.info("in the server's task")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(lambda: trio.to_thread.run_sync(log.info, "in its thread"))
+                nursery.start_soon(trio.lowlevel.checkpoint)
+                log.info("in its task")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        log.info("in the host's task")
+        structlog.get_logger("host").info("the host's own line")
+    served, hosted = own.getvalue(), process.getvalue()
+    for line in ("in the server's task", "in its thread", "in its task"):
+        assert line in served and line not in hosted
+    for line in ("in the host's task", "the host's own line"):
+        assert line in hosted and line not in served
+
+
+def test_outside_a_servers_context_its_loggers_are_the_processs() -> None:
+    with structlog.testing.capture_logs() as logs:
+        log.info("room created", room="r1")
+    assert logs == [{"event": "room created", "room": "r1", "log_level": "info"}]
+
+
+def test_a_servers_log_refuses_an_unknown_level_or_format() -> None:
+    with pytest.raises(ValueError, match="loud"):
+        ServerLog(io.StringIO(), "loud")
+    with pytest.raises(ValueError, match="xml"):
+        ServerLog(io.StringIO(), "info", "xml")
