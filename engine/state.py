@@ -655,20 +655,18 @@ class GameState:
                     column, diagonal, row, anti,
                     up, up_right, right, down_right, down, down_left, left, up_left,
                 ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
-                along_column = (occupied & column).bit_count()
-                along_diagonal = (occupied & diagonal).bit_count()
-                along_row = (occupied & row).bit_count()
-                along_anti = (occupied & anti).bit_count()
-                if not (
-                    probe & up[along_column]
-                    and probe & up_right[along_diagonal]
-                    and probe & right[along_row]
-                    and probe & down_right[along_anti]
-                    and probe & down[along_column]
-                    and probe & down_left[along_diagonal]
-                    and probe & left[along_row]
-                    and probe & up_left[along_anti]
-                ):
+                # One line at a time, both its directions: the first line usually has one.
+                along = (occupied & column).bit_count()
+                if not (probe & up[along] and probe & down[along]):
+                    return True
+                along = (occupied & diagonal).bit_count()
+                if not (probe & up_right[along] and probe & down_left[along]):
+                    return True
+                along = (occupied & row).bit_count()
+                if not (probe & right[along] and probe & left[along]):
+                    return True
+                along = (occupied & anti).bit_count()
+                if not (probe & down_right[along] and probe & up_left[along]):
                     return True
             return False
         if self._turn & 1:
