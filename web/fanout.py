@@ -35,8 +35,8 @@ def envelope(payload: str) -> str:
 
 
 def text_frame(payload: bytes, *, compressed: bool = False) -> bytes:
-    """One unfragmented, unmasked (server to client) WebSocket text frame (RFC 6455 §5.2);
-    `compressed`: the payload is permessage-deflate data (RSV1 set, RFC 7692 §6)."""
+    """One unfragmented, unmasked (server to client) WebSocket text frame (RFC 6455, section
+    5.2); `compressed`: the payload is permessage-deflate data (RSV1 set, RFC 7692, section 6)."""
     first = 0xC1 if compressed else 0x81
     size = len(payload)
     if size < 126:
@@ -50,8 +50,8 @@ def text_frame(payload: bytes, *, compressed: bool = False) -> bytes:
 
 def deflate(payload: bytes, window_bits: int) -> bytes:
     """`payload` as one permessage-deflate message from a fresh compressor (no context taken
-    over, so the same bytes suit every viewer; a client keeping its context may: RFC 7692
-    §7.1.1.1), the final empty block's four bytes cut off (§7.2.1)."""
+    over, so the same bytes suit every viewer; a client keeping its context may: RFC 7692,
+    section 7.1.1.1), the final empty block's four bytes cut off (section 7.2.1)."""
     compressor = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -window_bits)
     return (compressor.compress(payload) + compressor.flush(zlib.Z_SYNC_FLUSH))[:-4]
 
