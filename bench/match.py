@@ -16,8 +16,9 @@ its events and from sampling the CPU of its process tree (`/proc`, every 0.1 s):
   share is its games/min. The wall time is cut into the ramp (interpreter start until all
   K slots have launched their first bots), the steady state (all K slots playing: it ends
   when the first slot finds no game left), the tail (the last games ending one by one) and
-  the exit (last game to the process's exit); each part's share and idle core-seconds are
-  printed beside the whole run's;
+  the exit (last game to the process's exit); each part's share and the core-seconds it
+  left are printed beside the whole run's, and how much of what it left the CPUs idled
+  (/proc/stat) and other jobs took: on a shared machine the share shows the other jobs;
 - timeouts: games lost on time (the runner's fault if the bots are fast: a starved machine);
 - overhead per game: the phases the runner owns in each game's slot (prepare and observe the
   room, launch the processes, reap them afterwards), mean and max: the slot plays nothing
@@ -71,15 +72,17 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
         ]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.time()
-        # (time, the runner's own CPU, the CPU of its whole tree): the runner's process
-        # (server, clients, display) and, reaped or live, its bots and their reaper.
-        samples: list[tuple[float, float, float]] = [(started, 0.0, 0.0)]
+        # (time, the runner's own CPU, the CPU of its whole tree, the machine's idle CPU):
+        # the runner's process (server, clients, display) and, reaped or live, its bots and
+        # their reaper; the idle time of all CPUs (/proc/stat) says whether what the run
+        # did not use was left idle or taken by other jobs.
+        samples: list[tuple[float, float, float, float]] = [(started, 0.0, 0.0, machine_idle())]
         with tempfile.TemporaryFile() as output:
             process = subprocess.Popen(argv, cwd=directory, env=env, stdout=output, stderr=output)
             while process.poll() is None:
                 sample = tree_cpu_seconds(process.pid)
                 if sample is not None:
-                    samples.append((time.time(), *sample))
+                    samples.append((time.time(), *sample, machine_idle()))
                 time.sleep(SAMPLE_EVERY)
             ended = time.time()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -90,7 +93,7 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
                 )
         total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         own = max(sample[1] for sample in samples)
-        samples.append((ended, own, total))
+        samples.append((ended, own, total, machine_idle()))
         events = [json.loads(line) for line in stream.read_text().splitlines()]
     ends = [event for event in events if event["event"] == "game_end"]
     final = events[-1]
@@ -112,7 +115,7 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
         # The time line, for --json: (launched, ended) per game and the CPU samples, in
         # seconds from the run's start.
         "slots": [(launched - started, end - started) for launched, end in slots],
-        "samples": [(at - started, own_cpu, cpu) for at, own_cpu, cpu in samples],
+        "samples": [(at - started, *rest) for at, *rest in samples],
         "concurrency": concurrency,
         "games": len(ends),
         "wall_s": wall,
@@ -144,7 +147,7 @@ def split_run(
     concurrency: int,
     started: float,
     ended: float,
-    samples: list[tuple[float, float, float]],
+    samples: list[tuple[float, float, float, float]],
     cpus: int,
 ) -> dict[str, dict[str, float]]:
     """The run cut into ramp, steady state, tail and exit (see the module), each part's
@@ -161,26 +164,39 @@ def split_run(
     bounds = [started, full, tail, max(tail, finished[-1]), ended]
     parts = {}
     for name, start, stop in zip(PARTS, bounds, bounds[1:], strict=False):
-        cpu = cpu_at(samples, stop) - cpu_at(samples, start)
+        cpu = value_at(samples, 2, stop) - value_at(samples, 2, start)
+        idle = value_at(samples, 3, stop) - value_at(samples, 3, start)
         offered = cpus * (stop - start)
         parts[name] = {
             "seconds": stop - start,
             "share": cpu / offered if offered > 0 else float("nan"),
             "idle_core_s": offered - cpu,
+            # What the run did not use: left idle, or taken by other jobs.
+            "machine_idle": idle / offered if offered > 0 else float("nan"),
         }
     return parts
 
 
-def cpu_at(samples: list[tuple[float, float, float]], at: float) -> float:
-    """The tree's CPU seconds at time `at`, interpolated between the samples."""
+def value_at(samples: list[tuple[float, float, float, float]], column: int, at: float) -> float:
+    """Column `column` of the samples at time `at`, interpolated between them."""
     times = [sample[0] for sample in samples]
     index = bisect_left(times, at)
     if index == 0:
-        return samples[0][2]
+        return samples[0][column]
     if index == len(samples):
-        return samples[-1][2]
-    (t0, _, cpu0), (t1, _, cpu1) = samples[index - 1], samples[index]
-    return cpu0 + (cpu1 - cpu0) * (at - t0) / (t1 - t0) if t1 > t0 else cpu1
+        return samples[-1][column]
+    before, after = samples[index - 1], samples[index]
+    if after[0] <= before[0]:
+        return after[column]
+    fraction = (at - before[0]) / (after[0] - before[0])
+    return before[column] + (after[column] - before[column]) * fraction
+
+
+def machine_idle() -> float:
+    """Seconds all CPUs of the machine have been idle (idle + iowait of /proc/stat)."""
+    with open("/proc/stat") as file:
+        fields = file.readline().split()
+    return (int(fields[4]) + int(fields[5])) / TICK
 
 
 def _stat_times(pid: int) -> tuple[int, int] | None:
@@ -232,12 +248,13 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"{result['allowed_per_min']:.1f} games/min at that, the run got "
         f"{result['games_per_min']:.1f} ({100 * share:.1f} %: the CPU share the run used)"
     ]
-    parts = "; ".join(
-        f"{name} {part['seconds']:.1f} s at {100 * part['share']:.1f} % "
-        f"({part['idle_core_s']:.2f} core-s idle)"
-        for name, part in result["parts"].items()
-    )
-    lines.append(f"    share by part: {parts}")
+    for name, part in result["parts"].items():
+        lines.append(
+            f"    {name:<6} {part['seconds']:5.1f} s: the run {100 * part['share']:5.1f} %, "
+            f"left {part['idle_core_s']:5.2f} core-s, of which the CPUs idled "
+            f"{100 * part['machine_idle']:5.1f} % and other jobs took "
+            f"{100 * (1 - part['share'] - part['machine_idle']):5.1f} %"
+        )
     return lines
 
 
