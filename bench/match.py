@@ -209,6 +209,13 @@ def _stat_times(pid: int) -> tuple[int, int] | None:
     return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
 
 
+def own_cpu_seconds(pid: int) -> float:
+    """User + system CPU of the process itself, without its children (Linux /proc); 0 once
+    it is gone (bench.league's measure of its tool)."""
+    times = _stat_times(pid)
+    return 0.0 if times is None else times[0] / TICK
+
+
 def tree_cpu_seconds(pid: int) -> tuple[float, float] | None:
     """(the process's own CPU, the CPU of it and all its children, reaped or alive) in
     seconds; None once it is gone. A child reaped while we read would be counted twice or

@@ -164,7 +164,8 @@ async def test_a_sweep_skips_only_processes_that_cannot_be_the_players(tmp_path:
     still run unread; a bot that has ended (its process id may be reused) or the swept
     player itself are checked as any other child."""
     with BotReaper() as reaper:
-        launcher = ReapedLauncher(ProcessLauncher(["sleep", "30"]), reaper)
+        # sh ignores the contest options the launcher appends (sleep would refuse them).
+        launcher = ReapedLauncher(ProcessLauncher(["sh", "-c", "sleep 30"]), reaper)
         one = await launcher.launch("one", "127.0.0.1", 1, "-", tmp_path / "one.log")
         two = await launcher.launch("two", "127.0.0.1", 1, "-", tmp_path / "two.log")
         try:
