@@ -65,7 +65,7 @@ async function refresh() {
     failed.textContent = "";
   } catch (failure) { failed.textContent = failure.message; }
   finally { loading = false; }
-  render();
+  renderMoves();
 }
 // Show state `index` of the game so far (null or the last one: the current position).
 function view(index) {
@@ -83,6 +83,11 @@ document.addEventListener("keydown", (event) => {
   if (event.key in keys) { view(keys[event.key]); event.preventDefault(); }
   else if (event.key === "f") { flipped = !flipped; render(); }
 });
+// Only the list: a new list never rebuilds the board under the person's pointer.
+function renderMoves() {
+  document.getElementById("moves-panel").hidden = !history;
+  if (history) Moves.render(document.getElementById("move-list"), moveRows(), viewing == null ? latest() : viewing, view);
+}
 function moveRows() {
   return history.states.slice(1).map((state, i) => ({ index: i + 1, turn: history.states[i].turn,
     side: history.states[i].current, text: state.lastMove ? state.lastMove.text : "?" }));
@@ -109,9 +114,7 @@ function render() {
   const download = document.getElementById("download");
   download.hidden = !me.room;
   if (me.room) download.href = "/api/games/" + encodeURIComponent(me.room) + "/replay";
-  const list = document.getElementById("moves-panel");
-  list.hidden = !history;
-  if (history) Moves.render(document.getElementById("move-list"), moveRows(), viewing == null ? latest() : viewing, view);
+  renderMoves();
   document.getElementById("history").hidden = viewing == null;
   if (viewing != null) {
     // An earlier position: looked at, never played at.
