@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import structlog
 import trio
 
 from engine import GameState, Team
@@ -50,11 +49,12 @@ from server.game import Room as Room
 from server.game import wall_clock_reason as wall_clock_reason
 from server.limits import Episode
 from server.logins import Logins
+from server.logs import get_logger
 from server.prepare import check_prepare, start_position
 from server.recorder import FinishedGame, Recorder
 from server.timers import Timers
 
-log = structlog.get_logger("server.lobby")
+log = get_logger("server.lobby")
 
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"
 
