@@ -1,8 +1,9 @@
-"""bots/search.py, the analysis's quiescence search: the captures read from the bit masks,
+"""bots/search.py, the opt-in quiescence search: the captures read from the bit masks,
 and the value of a search with captures played out at the leaves, against plain references."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -98,3 +99,8 @@ def test_an_analysis_with_quiescence_is_reproducible() -> None:
     first = SearchBot(0, max_nodes=2000, quiescence=2).analyse(state, played)
     assert first == SearchBot(0, max_nodes=2000, quiescence=2).analyse(state, played)
     assert first.depth >= 1 and first.nodes == 2001
+
+
+def test_a_negative_quiescence_is_refused() -> None:
+    with pytest.raises(ValueError, match="quiescence must be 0 or more plies, got -1"):
+        SearchBot(0, quiescence=-1)
