@@ -27,7 +27,7 @@ often the marks agree with 8× the nodes)."""
 CHAIN = 1
 """Positions analysed in a row by one search, each starting from the table the one before
 left. 1: every position on a fresh table — chains of 10 agreed worse with 8× the nodes
-(docs/analysis.md, `python -m bench.analysis --chain 10`)."""
+(docs/analysis.md; measured before bench.analysis read its traces)."""
 MAX_NODES = 10_000_000
 MAX_DEPTH = 60
 FORMAT = "piranhas-analysis"
@@ -259,17 +259,30 @@ def chains(length: int) -> list[range]:
     return [range(start, min(start + CHAIN, length)) for start in range(0, length, CHAIN)]
 
 
+def second_look(first: RootAnalysis, settings: Settings) -> int | None:
+    """The node bound of a second, deeper search of the position after the first search's
+    answer `first`, or None for none. A function of the first answer and the settings only,
+    so the analysis stays deterministic (and the benchmark can replay the rule)."""
+    return None
+
+
 def analyse_position(state: GameState, played: Move | None, settings: Settings) -> _Result:
     """One position on its own: the search's answer with the only-move check, and the
     only-move threshold used (None when no move can be an only move). Deterministic."""
     bot = SearchBot(0, max_nodes=settings.nodes, max_depth=settings.depth)
-    return _position(bot, state, played, fresh=True)
+    return _position(bot, state, played, settings, fresh=True)
 
 
-def _position(bot: SearchBot, state: GameState, played: Move | None, *, fresh: bool) -> _Result:
+def _position(
+    bot: SearchBot, state: GameState, played: Move | None, settings: Settings, *, fresh: bool
+) -> _Result:
     # The only-move check needs the best score first: one search, then the check on the
     # warm table with the threshold derived from it (both deterministic).
     first = bot.analyse(state, played, fresh=fresh)
+    deeper = second_look(first, settings)
+    if deeper is not None:
+        bot = SearchBot(0, max_nodes=deeper, max_depth=settings.depth)
+        first = bot.analyse(state, played)
     threshold = model.score_for(model.win_probability(first.best_score) - model.ONLY_MOVE_GAP)
     if threshold is None or played != first.best or len(state.legal_moves()) < 2:
         return first, None
@@ -281,10 +294,11 @@ def _chain(task: _Task) -> Iterator[_Result]:
     """A chain of positions in order, one bot: each search starts from the table the
     previous one left (what the position before already proved is not searched again)."""
     rows, turn, first_union, played, nodes, depth = task
+    settings = Settings(nodes=nodes, depth=depth)
     state = GameState.from_rows(rows, turn=turn, first_union=first_union)
     bot = SearchBot(0, max_nodes=nodes, max_depth=depth)
     for index, move in enumerate(played):
-        yield _position(bot, state, move, fresh=index == 0)
+        yield _position(bot, state, move, settings, fresh=index == 0)
         state = state.apply(move)
 
 

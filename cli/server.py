@@ -5,6 +5,7 @@ composition root: the game server core never imports the viewer; it sees the lob
 from __future__ import annotations
 
 import functools
+import gc
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +51,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
         companion = WebProcess(settings)
 
+    tune_garbage_collection()
     try:
         trio.run(functools.partial(serve, settings, companion=companion))
     except BaseException as error:  # reported as a clean message below
@@ -68,6 +70,23 @@ def _main(argv: Sequence[str] | None) -> int:
         )
         return ExitCode.FAILURE
     return ExitCode.OK
+
+
+# Allocations (minus deallocations) of container objects between two collections of the
+# youngest generation; Python's default is 700. A move allocates many short-lived objects and
+# a game's keep living for its ≈ 30 moves: at 700 the collector ran every ≈ 100 moves and
+# took ≈ 4 % of the server's CPU at 100 games (bench.server); at 10,000 it is below 1 %, and
+# those objects are at most a few MB. The older generations keep their defaults.
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def tune_garbage_collection() -> None:
+    """What the server loaded at start lives as long as the process: frozen, the collector
+    never looks at it again (gc.freeze); then the youngest generation's threshold is raised."""
+    gc.collect()
+    gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ immutable: `apply` returns a new state.
 """
 
 from engine.generator import BOARD_SIZE
+from engine.lastmove import last_move_problem
 from engine.results import (
     GameResult,
     PlayerEntry,
@@ -32,4 +33,5 @@ __all__ = [
     "ViolationKind",
     "WinReason",
     "game_result",
+    "last_move_problem",
 ]

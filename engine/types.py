@@ -74,7 +74,8 @@ class Move:
 
     def __str__(self) -> str:
         # Move.toString() of the official server; appears in reasons and error messages.
-        return f"Schwimme von [{self.x}|{self.y}] in Richtung {self.direction.name}"
+        # (_name_: Enum.name is a Python-level property; the server logs every move.)
+        return f"Schwimme von [{self.x}|{self.y}] in Richtung {self.direction._name_}"
 
 
 class MoveMistake(enum.Enum):

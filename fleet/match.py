@@ -185,8 +185,8 @@ class TableHost:
     matches, so a match after the first pays no server start, no launchers and no image
     checks. A match that raises or does not end done (cancelled, superseded, given back)
     closes the table; the next match opens a fresh one (a table that failed once is never
-    trusted again). While the table is open the game server's log
-    (`log_dir`/server.log) is this process's log, as during a match.
+    trusted again). The table's game server logs to `log_dir`/server.log only; the
+    process's logging (worker.log, Dramatiq's lines) stays the worker's while it is open.
 
     `play_match` is called from any other thread (a Dramatiq worker thread) and blocks until
     the match ended; `close` stops the table and the thread."""

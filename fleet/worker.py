@@ -93,8 +93,7 @@ class WorkerSetup:
 
 def _stderr_for_warnings() -> None:
     """Dramatiq's warnings and errors (Redis unreachable, a message that failed) also on
-    stderr. A handler on the `dramatiq` logger itself: the game server's logging set-up
-    replaces the root logger's handlers, not this one."""
+    stderr (the root handler, configure_logging's, writes to worker.log only)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.WARNING)
     handler.setFormatter(logging.Formatter("piranhas-league: %(name)s: %(message)s"))
@@ -137,7 +136,8 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         db.close()
         raise
     setup.log_dir.mkdir(parents=True, exist_ok=True)
-    # The game server logs every move: to a file; stderr gets one line per match.
+    # The worker's and Dramatiq's lines to worker.log (the table's game server logs every
+    # move to its own server.log, runner.inprocess); stderr gets one line per match.
     log_file = (setup.log_dir / "worker.log").open("a", encoding="utf-8")
     configure_logging("console", "info", stream=log_file, cache=False)
     _stderr_for_warnings()
@@ -259,9 +259,11 @@ def run_worker(setup: WorkerSetup, *, ready: threading.Event | None = None) -> i
         while not stop.wait(0.5):
             pass
         say(f"worker {setup.name} stopping")
-        # The kept table's game server is this process's log while it is open: the running
-        # match gives back, the table closes (worker.log is the log again), then Dramatiq
-        # stops, so its shutdown lines are in worker.log.
+        # Inside out: the running match gives back at once (shutdown.event, which Dramatiq's
+        # stop would set only later) and the table closes, its bots and its server stopped;
+        # then Dramatiq stops consuming (a message it still hands over is put back, play).
+        # The logging does not depend on this order: the table's server logs to server.log
+        # only (tests/fleet/test_match.py).
         shutdown.event.set()
         host.close()
         worker.stop(timeout=SHUTDOWN_TIMEOUT_MS)

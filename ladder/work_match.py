@@ -358,7 +358,8 @@ async def game_server(settings: WorkSettings, log_path: Path) -> AsyncIterator[S
     """The game server in this process (runner.inprocess) for ladder games: official
     timeouts, the join deadline, a Unix socket for the containers' relays, no results or
     replays of its own (the worker writes them). One per trio run: the workers of a pool
-    share it (its logging set-up is the process's)."""
+    share it. It logs to `log_path` only (`server.logs.ServerLog`): the worker's own lines
+    stay the worker's."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     game_settings = server_settings(
         results_file=None, save_replay=False, reservation_ttl=settings.join_seconds

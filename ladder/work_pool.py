@@ -135,8 +135,8 @@ async def run_workers(
     workers (`schedule=False`: another process schedules) and the workers, each claiming
     check jobs first, then matches. One worker runs in this trio run; more run in child
     processes of their own (`store_factory` must then be picklable, e.g. a
-    functools.partial of LadderStore.open): a game server's logging and its move clock belong
-    to its process, so two servers never share one."""
+    functools.partial of LadderStore.open): a game server's move clock belongs to its
+    process, so two servers never share one."""
     if workers < 1:
         raise ValueError("at least one worker")
     base = dataclasses.replace(settings or WorkSettings(data_dir), data_dir=data_dir, docker=docker)

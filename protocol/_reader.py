@@ -491,6 +491,12 @@ class PacketReader:
     def eof(self) -> bool:
         return self._eof
 
+    @property
+    def starved(self) -> bool:
+        """Nothing queued, no error, no end of the stream: `next_packet` would return None
+        and the stream is still open."""
+        return not self._incoming and not self._packets and self._error is None and not self._eof
+
     def feed(self, data: bytes) -> None:
         if not data:
             self._eof = True

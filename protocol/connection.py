@@ -85,6 +85,8 @@ class ServerConnection:
         Raises RemoteProtocolError for anything the client got wrong, and (with
         `eof=True`) when its stream ended; after that every call raises again."""
         reader = self._reader
+        if reader.starved:
+            return NEED_DATA  # (after each packet: as below, without the look at everything)
         if self._move_pattern is not None:
             match = reader.take_whole(self._move_pattern)
             if match is not None:

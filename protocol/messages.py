@@ -107,12 +107,18 @@ class MoveRequest(_Message):
         return _room(self.room_id, ("data", (("class", "moveRequest"),), None))
 
     def to_xml(self, indent: int = 0) -> str:
-        # One per move: by string building, as the generic rendering of node() would.
-        pad = INDENT * indent
-        return (
-            f'{pad}<room roomId="{escape_attr(self.room_id)}">\n'
-            f'{pad}{INDENT}<data class="moveRequest"/>\n{pad}</room>'
-        )
+        return _move_request_xml(self.room_id, indent)
+
+
+@functools.lru_cache(maxsize=4096)
+def _move_request_xml(room_id: str, indent: int) -> str:
+    # One per move, the same for a room's whole game: by string building, as the generic
+    # rendering of node() would, once per room.
+    pad = INDENT * indent
+    return (
+        f'{pad}<room roomId="{escape_attr(room_id)}">\n'
+        f'{pad}{INDENT}<data class="moveRequest"/>\n{pad}</room>'
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,21 +373,22 @@ def state_xml(state: GameState, depth: int, room_id: str | None = None) -> str:
 
 def _render_state(state: GameState, depth: int, room_id: str | None = None) -> str:
     inner = "\n" + INDENT * (depth + 1)
-    head = f'<state class="state" startTeam="ONE" turn="{state.turn}"'
-    if state.first_union is not None:
-        head += f' firstUnion="{state.first_union.name}"'
-    parts = [head, ">"]
+    first_union = state.first_union
+    union = "" if first_union is None else f' firstUnion="{first_union._name_}"'
     move = state.last_move
-    if move is not None:
+    if move is None:
+        last = ""
+    else:
+        # (_name_: Enum.name is a Python-level property; this runs once per move.)
         deeper = inner + INDENT
-        parts.append(
+        last = (
             f'{inner}<lastMove>{deeper}<from x="{move.x}" y="{move.y}"/>'
-            f"{deeper}<direction>{move.direction.name}</direction>{inner}</lastMove>"
+            f"{deeper}<direction>{move.direction._name_}</direction>{inner}</lastMove>"
         )
-    parts.append(inner)
-    parts.append(_state_board_xml(state, depth + 1, room_id))
-    parts.append(f"\n{INDENT * depth}</state>")
-    return "".join(parts)
+    return (
+        f'<state class="state" startTeam="ONE" turn="{state.turn}"{union}>{last}{inner}'
+        f"{_state_board_xml(state, depth + 1, room_id)}\n{INDENT * depth}</state>"
+    )
 
 
 # Rendered rows by (depth, width, GameState.row_keys() entry) for boards rendered without a
@@ -391,10 +398,11 @@ _ROW_CACHE: dict[tuple[int, int, tuple[int, int, int, int, int]], str] = {}
 _ROW_CACHE_SIZE = 4096
 
 
-# The board last rendered for each room (room id, depth): its width, bitboards, rows and
-# each row's field lines. A move changes two fields, found from the bitboards' difference:
-# only those are looked up again. Cleared when full.
-_ROOM_BOARDS: dict[tuple[str, int], tuple[int, tuple[int, ...], list[str], list[list[str]]]] = {}
+# The board last rendered for each room (room id, depth): its width, height, bitboards and
+# its lines as one flat list ("<board>", then per row its opening, its fields and its
+# closing, then "</board>"). A move changes two fields, found from the bitboards'
+# difference: only those lines are replaced, and the list is joined. Cleared when full.
+_ROOM_BOARDS: dict[tuple[str, int], tuple[int, int, tuple[int, ...], list[str]]] = {}
 _ROOM_BOARDS_SIZE = 2048
 
 
@@ -407,51 +415,64 @@ def _state_board_xml(state: GameState, depth: int, room_id: str | None = None) -
     pieces = _board_pieces(depth)
     if room_id is None:
         return _cached_rows_xml(state, depth, pieces)
-    return "<board>" + "".join(_room_rows(state, depth, room_id, pieces)) + pieces[4]
+    return "".join(_room_board(state, depth, room_id, pieces))
 
 
-def _room_rows(
+def _room_board(
     state: GameState,
     depth: int,
     room_id: str,
     pieces: tuple[dict[str, str], str, str, str, str],
 ) -> list[str]:
-    """The rows of `state`'s board, reusing the room's last board: the fields that differ
-    from it are looked up, the rest is copied."""
+    """The lines of `state`'s board, reusing the room's last board: the fields that differ
+    from it are looked up in the bitboards, the rest is copied."""
     width, height = state.width, state.height
     boards = state.bitboards()
-    fields, row_open, row_close, _, _ = pieces
-    stride = width + 1  # field (x, y) is bit y * (width + 1) + x
     slot = (room_id, depth)
     previous = _ROOM_BOARDS.get(slot)
-    if previous is not None and previous[0] == width and len(previous[2]) == height:
-        _, old_boards, old_rows, old_cells = previous
-        changed = 0
-        for new_bits, old_bits in zip(boards, old_boards, strict=True):
-            changed |= new_bits ^ old_bits
+    if previous is not None and previous[0] == width and previous[1] == height:
+        old_boards = previous[2]
+        one, two, squid, ge2, ge3 = boards
+        changed = (
+            (one ^ old_boards[0])
+            | (two ^ old_boards[1])
+            | (squid ^ old_boards[2])
+            | (ge2 ^ old_boards[3])
+            | (ge3 ^ old_boards[4])
+        )
+        stride = width + 1  # field (x, y) is bit y * (width + 1) + x
         if changed >> (height * stride) == 0:  # (else bits off the board: render it all)
-            rows, cells = list(old_rows), list(old_cells)
-            field_mask = (1 << width) - 1
+            lines = list(previous[3])  # a copy: a replay thread may render the same room
+            fields = pieces[0]
+            row_length = width + 2  # a row's lines: its opening, its fields, its closing
             while changed:
-                y = ((changed & -changed).bit_length() - 1) // stride
-                shift = y * stride
-                line = list(cells[y])
-                row_bits = (changed >> shift) & field_mask
-                while row_bits:
-                    x = (row_bits & -row_bits).bit_length() - 1
-                    line[x] = fields[state.field(x, y)._name_]
-                    row_bits &= row_bits - 1
-                cells[y] = line
-                rows[y] = row_open + "".join(line) + row_close
-                changed &= ~(((1 << stride) - 1) << shift)
-            _ROOM_BOARDS[slot] = (width, boards, rows, cells)
-            return rows
-    cells = [[fields[cell._name_] for cell in row] for row in state.rows()]
-    rows = [row_open + "".join(line) + row_close for line in cells]
+                low = changed & -changed
+                changed ^= low
+                y, x = divmod(low.bit_length() - 1, stride)
+                if x == width:  # the padding column: not a field
+                    break
+                if low & squid:
+                    name = "SQUID"
+                elif low & (one | two):
+                    size = "L" if low & ge3 else "M" if low & ge2 else "S"
+                    name = ("ONE_" if low & one else "TWO_") + size
+                else:
+                    name = "EMPTY"
+                lines[1 + y * row_length + 1 + x] = fields[name]
+            else:
+                _ROOM_BOARDS[slot] = (width, height, boards, lines)
+                return lines
+    fields, row_open, row_close, _, board_close = pieces
+    lines = ["<board>"]
+    for row in state.rows():
+        lines.append(row_open)
+        lines.extend([fields[cell._name_] for cell in row])
+        lines.append(row_close)
+    lines.append(board_close)
     if previous is None and len(_ROOM_BOARDS) >= _ROOM_BOARDS_SIZE:
         _ROOM_BOARDS.clear()  # (threads: a lost entry is only rendered again)
-    _ROOM_BOARDS[slot] = (width, boards, rows, cells)
-    return rows
+    _ROOM_BOARDS[slot] = (width, height, boards, lines)
+    return lines
 
 
 def _cached_rows_xml(
@@ -476,11 +497,19 @@ def _cached_rows_xml(
 
 
 def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
+    head, tail = _memento_frame(room_id, depth)
+    return head + state_xml(state, depth + 2, room_id) + tail
+
+
+@functools.lru_cache(maxsize=4096)
+def _memento_frame(room_id: str, depth: int) -> tuple[str, str]:
+    """What comes before and after the state in a memento of `room_id` (once per room)."""
     pad = INDENT * depth
     pad1 = pad + INDENT
     return (
-        f'{pad}<room roomId="{escape_attr(room_id)}">\n{pad1}<data class="memento">\n{pad1}{INDENT}'
-        f"{state_xml(state, depth + 2, room_id)}\n{pad1}</data>\n{pad}</room>"
+        f'{pad}<room roomId="{escape_attr(room_id)}">\n{pad1}<data class="memento">'
+        f"\n{pad1}{INDENT}",
+        f"\n{pad1}</data>\n{pad}</room>",
     )
 
 

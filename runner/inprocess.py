@@ -4,9 +4,10 @@ and the distributed workers start it.
 `in_process_server(settings, log_path)` serves on a free loopback port with a random admin
 password, with a recorder sink (`ServerGames`) that hands over every
 finished game with the server's own move times. The server logs every move: to `log_path`,
-not between the command's lines; afterwards the logging is exactly what it was
-(`server.logs.logging_to`), so a caller's handlers (a worker's log file, Dramatiq's lines) work
-on after the server's file is closed.
+not between the command's lines, through a log of its own (`server.logs.ServerLog`) that leaves
+the process's logging alone: the caller's lines and its libraries' (a worker's log file,
+Dramatiq's lines) go where the caller configured them while the server runs, and servers open
+at once in one process keep separate logs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,7 @@ async def in_process_server(
     Raises MatchError when the server cannot start. Leaving the block stops the server
     gracefully (it returns at once without rooms)."""
     from server.app import serve
-    from server.logs import logging_to
+    from server.logs import ServerLog
 
     settings = replace(
         settings,
@@ -69,13 +69,25 @@ async def in_process_server(
             log_file = files.enter_context(log_path.open("a", encoding="utf-8"))
         except OSError as error:
             raise MatchError(f"cannot open the server log {log_path}: {error}") from None
-        files.enter_context(logging_to(log_file, log_level))
+        server_log = ServerLog(log_file, log_level)
+        files.callback(server_log.flush)  # its last lines, before the file closes
+
+        async def serve_logging(*, task_status: trio.TaskStatus[int]) -> None:
+            # In the server's task only: the tasks and threads it starts inherit the log,
+            # the caller's task (the block below) keeps the process's logging.
+            with server_log.serving():
+                await serve(
+                    settings,
+                    task_status=task_status,
+                    stop=stop,
+                    handle_signals=False,
+                    sinks=[games],
+                )
+
         try:
             async with trio.open_nursery() as nursery:
                 try:
-                    port: int = await nursery.start(
-                        partial(serve, settings, stop=stop, handle_signals=False, sinks=[games])
-                    )
+                    port: int = await nursery.start(serve_logging)
                 except OSError as error:
                     raise MatchError(f"cannot start the server: {error}") from None
                 try:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
 import trio
 
 from protocol import GAME_TYPE, ServerConnection
@@ -29,9 +28,10 @@ from server.limits import (
     raise_descriptor_limit,
 )
 from server.lobby import SHUTDOWN_REASON, Lobby
+from server.logs import get_logger
 from server.recorder import GameSink, Recorder
 
-log = structlog.get_logger("server.app")
+log = get_logger("server.app")
 
 # The address of every client on the Unix socket (bots in containers, docs/sandbox.md).
 UNIX_PEER = "unix"

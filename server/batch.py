@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import structlog
+from server.logs import get_logger
 
-log = structlog.get_logger("server.batch")
+log = get_logger("server.batch")
 
 
 class Corked(Protocol):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from engine import GameState
+from engine import GameState, last_move_problem
 from protocol.limits import DEFAULT_MAX_PACKET_BYTES
 from server.options import BY_KEY, build_argument_parser, flag_name, parser_for
 from server.properties import parse_properties
@@ -219,6 +219,14 @@ def parse_settings(argv: Sequence[str], cwd: Path) -> tuple[Settings, list[str]]
             warnings.append(
                 f"loadGameFile {settings.load_game_file}: the game is already over at turn "
                 f"{start_state.turn}; every game started from it ends at once"
+            )
+        wrong = last_move_problem(start_state)
+        if wrong is not None:
+            # The official server loads it as it is: a warning, not a refusal.
+            warnings.append(
+                f"loadGameFile {settings.load_game_file}: the last move of turn "
+                f"{start_state.turn} cannot have led to its board ({wrong}); every game "
+                f"started from it shows that move"
             )
     elif "turn" in sources:
         warnings.append(f"{sources['turn']} is ignored without loadGameFile")

@@ -29,7 +29,6 @@ import time
 import weakref
 from collections.abc import Callable
 
-import structlog
 import trio
 
 from protocol import NEED_DATA, NeedData, ProtocolLimits, RemoteProtocolError, ServerConnection
@@ -37,9 +36,10 @@ from protocol.events import CloseRequest, StreamEnd
 from protocol.messages import CloseConnection, ErrorPacket, ServerMessage
 from server.config import Settings
 from server.lobby import DisconnectCause, Lobby
+from server.logs import get_logger
 from server.transport import Transport, transport_for
 
-log = structlog.get_logger("server.connection")
+log = get_logger("server.connection")
 
 # After the connection ends, queued messages and "</protocol>" get this long to go out.
 CLOSE_GRACE = 5.0
@@ -155,12 +155,16 @@ class Connection:
             self._write(*corked[0], 1)
             return
         callbacks = [on_sent for _, on_sent in corked if on_sent is not None]
+        data = b"".join([data for data, _ in corked])
+        if len(callbacks) <= 1:  # (a memento and a moveRequest: the request's callback)
+            self._write(data, callbacks[0] if callbacks else None, len(corked))
+            return
 
         def on_sent(when: float) -> None:
             for callback in callbacks:
                 callback(when)
 
-        self._write(b"".join([data for data, _ in corked]), on_sent, len(corked))
+        self._write(data, on_sent, len(corked))
 
     def _write(self, data: bytes, on_sent: Callable[[float], None] | None, count: int) -> None:
         """Write `data` (`count` messages) now, or what does not fit through the writer task."""
@@ -276,7 +280,7 @@ class Connection:
 
     # ------------------------------------------------------------------ reading
 
-    def _deadline(self, now: float, busy: bool) -> float:
+    def _deadline(self) -> float:
         """The next instant one of the read deadlines may have passed."""
         settings = self._settings
         deadline = self._last_activity + (settings.idle_timeout or math.inf)
@@ -284,10 +288,11 @@ class Connection:
             deadline = min(deadline, self._opened_at + settings.protocol_deadline)
         if self._partial_since is not None and settings.packet_deadline:
             packet_deadline = self._partial_since + settings.packet_deadline
-            if busy:
+            if self._lobby.is_busy(self):
                 # A player's unfinished packet is the move timeouts' business: look again later,
                 # it may have left its room by then.
-                packet_deadline = max(packet_deadline, now + settings.packet_deadline)
+                later = trio.current_time() + settings.packet_deadline
+                packet_deadline = max(packet_deadline, later)
             deadline = min(deadline, packet_deadline)
         return deadline
 
@@ -307,9 +312,12 @@ class Connection:
                     outcome = await self._handle_buffered(waiting)
                     if outcome is not None:
                         return outcome
-                    waiting.deadline = self._deadline(
-                        trio.current_time(), self._lobby.is_busy(self)
-                    )
+                    # Only ever moved earlier: a later deadline (the idle timeout after every
+                    # packet) would be a change per move, and a deadline that fires early only
+                    # costs a look (_deadline_passed) and a fresh scope.
+                    deadline = self._deadline()
+                    if deadline < waiting.deadline:
+                        waiting.deadline = deadline
                     try:
                         data, received_at = await self._transport.receive()
                     except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -51,7 +51,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-import structlog
 import trio
 
 from engine import (
@@ -76,10 +75,11 @@ from protocol.messages import (
 )
 from server.config import Settings
 from server.feed import ObserverFeed, RoomPlayer
+from server.logs import get_logger
 from server.recorder import FinishedGame
 from server.timers import Timer, Timers
 
-log = structlog.get_logger("server.lobby")
+log = get_logger("server.lobby")
 
 MAX_SLOTS = 2
 
@@ -347,7 +347,7 @@ class Room:
         self._request_move()
 
     def _request_move(self) -> None:
-        slot = self.slots[self.state.current_team.value]
+        slot = self.slots[self.state.current_team._value_]  # (_value_: no enum property call)
         now = trio.current_time()
         pending = PendingRequest(slot, now)
         self.pending = pending
@@ -418,9 +418,10 @@ class Room:
             self._rule_violation(slot, move, error)
             return
         ms = round(elapsed * 1000, 3)
-        self.moves.append((move.x, move.y, move.direction.name))
+        # _name_: Enum.name is a Python-level property (the hot path: once per move).
+        self.moves.append((move.x, move.y, move.direction._name_))
         self.move_ms.append(ms)
-        log.info("move", room=self.id, team=slot.team.name, move=str(move), ms=ms)
+        log.info("move", room=self.id, team=slot.team._name_, move=str(move), ms=ms)
         self._next()
 
     def _process_violation(self, slot: Slot, move: Move, message: str) -> None:

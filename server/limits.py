@@ -12,10 +12,11 @@ import ipaddress
 import resource
 from typing import Any
 
-import structlog
 import trio
 
-log = structlog.get_logger("server.limits")
+from server.logs import get_logger
+
+log = get_logger("server.limits")
 
 # Descriptors kept free for the server's own work while connections are at their cap: the
 # results log, replay files, worker threads, the listeners, logging. A result must never be

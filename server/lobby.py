@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import structlog
 import trio
 
 from engine import GameState, Team
@@ -50,11 +49,12 @@ from server.game import Room as Room
 from server.game import wall_clock_reason as wall_clock_reason
 from server.limits import Episode
 from server.logins import Logins
+from server.logs import get_logger
 from server.prepare import check_prepare, start_position
 from server.recorder import FinishedGame, Recorder
 from server.timers import Timers
 
-log = structlog.get_logger("server.lobby")
+log = get_logger("server.lobby")
 
 SHUTDOWN_REASON = "Das Spiel wurde abgebrochen: der Server wird beendet"
 
@@ -283,17 +283,30 @@ class Lobby:
             self._rooms_closed = trio.Event()
         if self._nursery is None:
             raise RuntimeError("Lobby.run() is not running")
-        self._nursery.start_soon(self._close_room, room, game)
+        try:
+            self._nursery.start_soon(self._close_room, room, game)
+        except RuntimeError:
+            # The lobby was cancelled and its nursery is closed (a connection's clean-up
+            # after a stop that was not graceful): no task to record in, so record here,
+            # blocking, rather than lose the result.
+            self.recorder.record_now(game)
+            self._room_closed(room)
 
     async def _close_room(self, room: Room, game: FinishedGame) -> None:
         """Record the game (durably), then <left> and removal."""
         try:
-            await self.recorder.record(game)
+            # Shielded: a stop that cancels the lobby must not cost a finished game its
+            # record (the graceful shutdown waits for it anyway).
+            with trio.CancelScope(shield=True):
+                await self.recorder.record(game)
         finally:
-            self._remove(room)
-            self._closing_rooms -= 1
-            if not self._closing_rooms:
-                self._rooms_closed.set()
+            self._room_closed(room)
+
+    def _room_closed(self, room: Room) -> None:
+        self._remove(room)
+        self._closing_rooms -= 1
+        if not self._closing_rooms:
+            self._rooms_closed.set()
 
     def _remove(self, room: Room) -> None:
         room.send_left()

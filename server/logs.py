@@ -1,15 +1,21 @@
-"""Logging: structlog to stderr, readable console lines or JSON lines."""
+"""Logging: structlog to stderr, readable console lines or JSON lines.
+
+A program that owns its process configures the process's logging (`configure_logging`); a game
+server in another program's process (`runner.inprocess`) logs to a `ServerLog` of its own and
+leaves the process's logging alone: the game server's modules log through `get_logger`."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import datetime
 import logging
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, TextIO
 
 import structlog
@@ -30,16 +36,44 @@ _LEVELS = {
 def configure_logging(
     fmt: str, level: str, *, stream: TextIO | None = None, cache: bool = True
 ) -> None:
-    """Log events at `level` and above to `stream` (stderr): `fmt` "console" gives readable
-    lines, coloured only on a terminal; "json" gives one JSON object per line. `cache=False`
-    lets tests reconfigure loggers that were already used."""
+    """The process's logging, for a program that owns its process (`piranhas-server`, the web
+    viewer's process, a distributed worker): events at `level` and above to `stream`
+    (stderr): `fmt` "console" gives readable lines, coloured only on a terminal; "json" gives
+    one JSON object per line. `cache=False` lets tests reconfigure loggers that were already
+    used. A game server in another program's process logs through a `ServerLog` instead."""
+    numeric_level = _level(fmt, level)
+    output = stream if stream is not None else sys.stderr
+    factory: Any = structlog.PrintLoggerFactory(file=output)
+    records: TextIO | BufferedLogger = output
+    if stream is None and not _is_terminal(output):
+        records = buffered = BufferedLogger(output)
+        factory = _factory(buffered)
+    structlog.configure(
+        processors=_processors(fmt, output),
+        wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
+        logger_factory=factory,
+        cache_logger_on_first_use=cache,
+    )
+    # Libraries (trio, asyncio, ...) log through the standard library: same stream and level.
+    logging.basicConfig(
+        level=numeric_level,
+        stream=records,
+        format="%(asctime)s [%(levelname)-8s] %(name)s: %(message)s",
+        force=True,
+    )
+
+
+def _level(fmt: str, level: str) -> int:
     if fmt not in ("console", "json"):
         raise ValueError(f"unknown log format {fmt!r}")
     numeric_level = _LEVELS.get(level.lower())
     if numeric_level is None:
         raise ValueError(f"unknown log level {level!r}")
-    output = stream if stream is not None else sys.stderr
+    return numeric_level
 
+
+def _processors(fmt: str, output: TextIO) -> list[structlog.typing.Processor]:
+    """The processors of a line in `fmt` for `output`, the renderer last."""
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         bound_values,
@@ -54,29 +88,93 @@ def configure_logging(
         shared += [structlog.dev.set_exc_info]
         renderer = structlog.dev.ConsoleRenderer(colors=True)
     else:
-        # Not a terminal (a file, a pipe, docker logs): the same layout without colours from a
-        # renderer about four times cheaper than ConsoleRenderer; the server logs every move.
-        shared += [structlog.processors.format_exc_info]
-        renderer = _render_plain
+        # Not a terminal (a file, a pipe, docker logs): the same layout without colours, from
+        # one processor that does the work of the four after merge_contextvars (bound_values,
+        # add_log_level, TimeStamper, format_exc_info) and renders: the server logs every
+        # move, and the chain of five cost twice as much per line.
+        return [structlog.contextvars.merge_contextvars, plain_line]
+    return [*shared, renderer]
 
-    factory: Any = structlog.PrintLoggerFactory(file=output)
-    records: TextIO | BufferedLogger = output
-    if stream is None and not _is_terminal(output):
-        records = buffered = BufferedLogger(output)
-        factory = _factory(buffered)
-    structlog.configure(
-        processors=[*shared, renderer],
-        wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
-        logger_factory=factory,
-        cache_logger_on_first_use=cache,
-    )
-    # Libraries (trio, asyncio, ...) log through the standard library: same stream and level.
-    logging.basicConfig(
-        level=numeric_level,
-        stream=records,
-        format="%(asctime)s [%(levelname)-8s] %(name)s: %(message)s",
-        force=True,
-    )
+
+# The log of the game server whose task (or thread started by it) logs, if it has one of its
+# own; None: the process's logging (structlog's configuration).
+_server_log: ContextVar[ServerLog | None] = ContextVar("piranhas_server_log", default=None)
+
+
+class ServerLog:
+    """The log of one game server in a process it does not own (`runner.inprocess`: a match,
+    a league table, a distributed worker's kept table): the server's lines, in the format of
+    `configure_logging`, to a stream of its own, while the process's logging (structlog's
+    configuration, the standard library's root handlers, stdout and stderr) stays the host
+    program's: its lines, and those of its libraries (Dramatiq), stay in its own log while
+    the server runs, and two servers in one process keep two logs.
+
+    The server's modules log through `get_logger`, whose lines go to the `ServerLog` of the
+    context they are logged in (`serving`); trio hands a task's context to the tasks and
+    threads it starts, so every line of one server goes to its log."""
+
+    def __init__(self, stream: TextIO, level: str, fmt: str = "console") -> None:
+        numeric_level = _level(fmt, level)
+        self._records = BufferedLogger(stream)
+        # The bound logger structlog.configure would make, without the process's configuration.
+        bound: Any = structlog.make_filtering_bound_logger(numeric_level)
+        self.logger: Any = bound(self._records, _processors(fmt, stream), {})
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[ServerLog]:
+        """The server's lines logged in this context (the server's task, the tasks and threads
+        it starts) go to this log for the time of the block; its lines are written at the
+        end."""
+        token = _server_log.set(self)
+        try:
+            yield self
+        finally:
+            _server_log.reset(token)
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the lines waiting."""
+        self._records.flush()
+
+
+class ServerLogger:
+    """A logger of the game server's modules (`get_logger`): a line goes to the `ServerLog` of
+    the context it is logged in, otherwise to the process's logging (`piranhas-server`, the
+    tests' harnesses and `structlog.testing.capture_logs`)."""
+
+    __slots__ = ("_process",)
+
+    def __init__(self, name: str) -> None:
+        self._process: Any = structlog.get_logger(name)
+
+    def _target(self) -> Any:
+        own = _server_log.get()
+        return self._process if own is None else own.logger
+
+    def debug(self, event: str, *args: Any, **values: Any) -> None:
+        """A line at level debug."""
+        self._target().debug(event, *args, **values)
+
+    def info(self, event: str, *args: Any, **values: Any) -> None:
+        """A line at level info."""
+        self._target().info(event, *args, **values)
+
+    def warning(self, event: str, *args: Any, **values: Any) -> None:
+        """A line at level warning."""
+        self._target().warning(event, *args, **values)
+
+    def error(self, event: str, *args: Any, **values: Any) -> None:
+        """A line at level error."""
+        self._target().error(event, *args, **values)
+
+    def exception(self, event: str, *args: Any, **values: Any) -> None:
+        """An error with the traceback of the exception being handled."""
+        self._target().exception(event, *args, **values)
+
+
+def get_logger(name: str) -> ServerLogger:
+    """The logger of a game server module `name` (see `ServerLogger`)."""
+    return ServerLogger(name)
 
 
 # A line logged below warning reaches the stream at most this long after it was logged.
@@ -87,11 +185,11 @@ FLUSH_LINES = 256
 
 class BufferedLogger:
     """The structlog logger for the process's stderr when it is no terminal (a file, a pipe,
-    docker logs): Python writes such a stderr through at once, a system call per line, which
-    was a twentieth of the server's CPU time per move (it logs every move). Lines wait here
-    and go out together, within FLUSH_SECONDS (a daemon thread) or FLUSH_LINES; warnings and
-    errors at once. It is also the stream of the standard library's log records, which
-    first flush what waits, so the lines keep their order."""
+    docker logs) and for a `ServerLog`'s file: Python writes such a stream through at once, a
+    system call per line, which was a twentieth of the server's CPU time per move (it logs
+    every move). Lines wait here and go out together, within FLUSH_SECONDS (a daemon thread)
+    or FLUSH_LINES; warnings and errors at once. It is also the stream of the standard
+    library's log records, which first flush what waits, so the lines keep their order."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
@@ -190,13 +288,43 @@ def truncate(text: str, limit: int = MAX_LOGGED_CHARS) -> str:
     return f"{text[:limit]}…[{len(text) - limit} more chars]"
 
 
-def _render_plain(_logger: object, _method: str, event_dict: structlog.typing.EventDict) -> str:
-    timestamp = event_dict.pop("timestamp", "")
-    level = event_dict.pop("level", "")
-    event = event_dict.pop("event", "")
+_now = datetime.datetime.now
+_format_exc_info = structlog.processors.format_exc_info
+
+
+def plain_line(logger: object, method: str, event_dict: structlog.typing.EventDict) -> str:
+    """The plain console line: what bound_values, add_log_level, TimeStamper(fmt="iso") (local
+    time), format_exc_info and a renderer of `TIME [level] event key=value ...` would make of
+    `event_dict`, in one call (tests/server/test_log_line.py compares it with that chain)."""
+    timestamp = _now().isoformat()
     exception = event_dict.pop("exception", None)
-    fields = " ".join([f"{key}={_plain_value(value)}" for key, value in event_dict.items()])
-    line = f"{timestamp} [{level:<9}] {event!s:<30} {fields}".rstrip()
+    if isinstance(exception, str) and len(exception) > MAX_LOGGED_CHARS:
+        exception = truncate(exception)
+    if "exc_info" in event_dict:
+        event_dict = _format_exc_info(logger, method, event_dict)
+        exception = event_dict.pop("exception", exception)
+    event_dict.pop("timestamp", None)  # the processors' own, as the chain overwrites them
+    event_dict.pop("level", None)
+    event = event_dict.pop("event", "")
+    if isinstance(event, str) and len(event) > MAX_LOGGED_CHARS:
+        event = truncate(event)
+    fields = []
+    for key, value in event_dict.items():
+        if type(value) is str:
+            if len(value) > MAX_LOGGED_CHARS:
+                value = truncate(value)
+            # Quote only what would be ambiguous in key=value form.
+            if not value or " " in value or "=" in value:
+                value = repr(value)
+        elif isinstance(value, str):
+            if len(value) > MAX_LOGGED_CHARS:
+                value = truncate(value)
+            value = _plain_value(value)
+        else:
+            value = repr(value)
+        fields.append(f"{key}={value}")
+    level = "warning" if method == "warn" else "error" if method == "exception" else method
+    line = f"{timestamp} [{level:<9}] {event!s:<30} {' '.join(fields)}".rstrip()
     return f"{line}\n{exception}" if exception else line
 
 
@@ -212,28 +340,3 @@ def _is_terminal(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-@contextlib.contextmanager
-def logging_to(stream: TextIO, level: str, fmt: str = "console") -> Iterator[None]:
-    """`configure_logging(fmt, level, stream=stream)` for the time of the block; afterwards the
-    logging is exactly what it was: structlog's configuration and the standard library's root
-    handlers and level (an embedding program's, a worker's, a test's). basicConfig(force=True)
-    would close the root handlers it replaces, so they are taken off before and put back after
-    (a closed handler would fail with "I/O operation on closed file" on the next record)."""
-    previous = structlog.get_config()
-    root = logging.getLogger()
-    handlers, root_level = root.handlers[:], root.level
-    for handler in handlers:
-        root.removeHandler(handler)
-    configure_logging(fmt, level, stream=stream, cache=False)
-    try:
-        yield
-    finally:
-        for handler in root.handlers[:]:
-            root.removeHandler(handler)
-            handler.close()
-        for handler in handlers:
-            root.addHandler(handler)
-        root.setLevel(root_level)
-        structlog.configure(**previous)

@@ -8,7 +8,7 @@ or the admin's `<state>` (our extension, docs/server.md: "play from here"). Each
 
 from __future__ import annotations
 
-from engine import BOARD_SIZE, ROUND_LIMIT, GameState
+from engine import BOARD_SIZE, ROUND_LIMIT, GameState, last_move_problem
 from protocol.events import GAME_TYPE, Prepare
 from server import errors
 from server.errors import ClientError
@@ -31,7 +31,8 @@ def check_prepare(packet: Prepare) -> None:
 def start_position(packet: Prepare) -> GameState:
     """The start of a prepared room: `GameState.initial(seed)`, or the `<state>` the admin
     sent (our extensions, docs/server.md; "play from here"). A position no game can be
-    played from is refused with a reason: the room is not created."""
+    played from, or whose last move cannot have led to it (`engine.last_move_problem`), is
+    refused with a reason: the room is not created."""
     state = packet.state
     if state is None:
         return GameState.initial(packet.seed)
@@ -44,6 +45,9 @@ def start_position(packet: Prepare) -> GameState:
         problem = f"turn {state.turn} is past the last turn ({2 * ROUND_LIMIT - 1})"
     elif state.is_over:
         problem = f"the game is already over in this position (turn {state.turn})"
+    elif (wrong := last_move_problem(state)) is not None:
+        # The replay keeps the last move and pages draw it: never one that did not happen.
+        problem = f"lastMove: {wrong}"
     if problem is not None:
         raise ClientError(f"{errors.ROOM_EXCEPTION}: Invalid start state: {problem}")
     return state

@@ -23,17 +23,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-import structlog
 import trio
 
 from engine import GameResult
 from protocol.messages import ReplayPacket
 from protocol.replay import write_replay
 from server.config import Settings
+from server.logs import get_logger
 from server.replays import ReplayFiles
 from server.results import ResultsLog, game_record
 
-log = structlog.get_logger("server.recorder")
+log = get_logger("server.recorder")
 
 
 @dataclass(frozen=True)

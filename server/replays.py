@@ -19,15 +19,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-import structlog
-
 from engine import BOARD_SIZE, GameState
 from protocol.errors import RemoteProtocolError
 from protocol.events import GAME_TYPE
 from protocol.messages import Memento, ResultMessage, RoomError
 from protocol.replay import MAX_REPLAY_BYTES, read_replay, write_replay
+from server.logs import get_logger
 
-log = structlog.get_logger("server.replays")
+log = get_logger("server.replays")
 
 PLUGIN_ID = GAME_TYPE
 # Most file systems limit a file name to 255 bytes; names are cut to keep well below that

@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import structlog
+from server.logs import get_logger
 
 if TYPE_CHECKING:
     from engine import GameResult
 
-log = structlog.get_logger("server.results")
+log = get_logger("server.results")
 
 
 class ResultsLog:

@@ -12,10 +12,11 @@ import itertools
 import math
 from collections.abc import Callable
 
-import structlog
 import trio
 
-log = structlog.get_logger("server.timers")
+from server.logs import get_logger
+
+log = get_logger("server.timers")
 
 
 class Timer:

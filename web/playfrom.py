@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from engine import Direction, FieldState, GameState, Move, Team
+from engine import Direction, FieldState, GameState, Move, Team, last_move_problem
 from launching import MatchError, RunningPlayer
 from protocol import GAME_TYPE
 from protocol.events import Prepare, SlotDescriptor
@@ -64,7 +64,7 @@ class StartError(ValueError):
 def start_state(body: dict[str, Any]) -> GameState:
     """The position of a request body: `board` (rows[y][x] of FieldState names, y = 0 the
     bottom row, as the pages' state JSON), `turn`, `firstUnion` ("ONE", "TWO" or null) and
-    `lastMove` (null or {x, y, dir})."""
+    `lastMove` (null or {x, y, dir}: the move that led to this board, checked by the engine)."""
     board, turn, union = body.get("board"), body.get("turn"), body.get("firstUnion")
     if not (isinstance(board, list) and len(board) == 10):
         raise StartError("board: 10 rows of 10 field names")
@@ -88,6 +88,10 @@ def start_state(body: dict[str, Any]) -> GameState:
     )
     if state.is_over:
         raise StartError("the game is over in this position: nothing to play")
+    # The game server refuses it too (server.prepare); here it is a 400 naming the field.
+    wrong = last_move_problem(state)
+    if wrong is not None:
+        raise StartError(f"lastMove: {wrong}")
     return state
 
 

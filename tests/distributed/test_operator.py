@@ -3,7 +3,8 @@ wrong passwords, ports and databases end every command at once with one line on 
 worker whose league file differs is refused; leagues share one Redis without seeing each
 other's matches; a queue lost with Redis's data is rebuilt by `distribute`; a killed worker's
 match goes before the matches still waiting; queueing costs the same few store transactions
-for any number of matches; Dramatiq's logging still works after the first match."""
+for any number of matches; Dramatiq's logging still works after the first match, and the
+worker's lines stay in worker.log while its table is open."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from fleet import coordinator
+from fleet import coordinator, preflight
+from fleet.queue import declare_match_actor, make_broker
 from fleet.runs import RunStatus
 from fleet.stores import open_store
 from league.config import load_league
@@ -262,13 +264,36 @@ def test_dramatiq_s_logging_works_after_the_first_match(
     worker = start_worker(league, postgres_dsn, redis_url, "w1")
     final = coordinator.wait_until_final(config, postgres_dsn, interval=0.2, timeout=90)
     assert {s.status for s in final} == {RunStatus.DONE}
+    # The worker keeps its table (a game server in its process) open after the matches: a
+    # message for a done match now makes it log a line of its own, which goes to worker.log,
+    # not to the open table's server.log.
+    store, _ = open_store(postgres_dsn)
+    try:
+        queue = preflight.check_fingerprint(config, store.backend)
+    finally:
+        store.close()
+    assert queue is not None
+    broker = make_broker(redis_url)
+    try:
+        declare_match_actor(broker, lambda match_id: None, queue).send(final[0].match_id)
+    finally:
+        broker.close()
+    logs = tmp_path / "w1-logs"
+    deadline = time.monotonic() + 30
+    while "nothing to do" not in (logs / "worker.log").read_text():
+        assert time.monotonic() < deadline, (logs / "worker.log").read_text()[-2000:]
+        time.sleep(0.05)
+    assert "nothing to do" not in (logs / "server.log").read_text()
     worker.process.send_signal(signal.SIGTERM)
     worker.process.wait(30)
     err = worker.output()
     assert "Logging error" not in err and "I/O operation on closed file" not in err
-    log = (tmp_path / "w1-logs" / "worker.log").read_text()
+    log = (logs / "worker.log").read_text()
     # Dramatiq's own shutdown lines come after every match: the log still works then.
     assert "dramatiq.worker.Worker: Shutting down..." in log, log[-2000:]
+    served = (logs / "server.log").read_text()
+    assert "listening" in served and "dramatiq" not in served
+    assert "listening" not in log
 
 
 def test_a_database_created_without_a_locale_works(

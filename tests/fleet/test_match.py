@@ -4,12 +4,14 @@ same games and records as the one-machine league (`league.run`), whose unit it p
 
 from __future__ import annotations
 
+import logging
 import sys
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 import pytest
+import structlog
 import trio
 
 from fleet.coordinator import initialize, play_local
@@ -23,6 +25,8 @@ from league.run import AsyncStore, container_label, default_mode, run_league
 from league.schedule import Match, build_schedule
 from league.store import LeagueStore, StoredGame
 from server.exits import find_exception
+from server.logs import configure_logging
+from tests.helpers.logs import restored_logging
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST_BOT = ROOT / "tests" / "bots" / "fast_bot.py"
@@ -165,3 +169,37 @@ def test_a_worker_keeps_its_table_across_matches_and_opens_a_fresh_one_after_a_f
     finally:
         host.close()
         db.close()
+
+
+def test_a_workers_lines_go_to_its_log_while_its_table_is_open(tmp_path: Path) -> None:
+    """The worker's process keeps its logging while TableHost keeps a table (a game server
+    in this process) open between matches: its own and Dramatiq's lines in worker.log, the
+    game server's in server.log (before, the open table's server.log took them all)."""
+    bot = f'["{sys.executable}", "{FAST_BOT}", "--seed", "1"]'
+    config = parse_league(
+        'name = "Logs"\ngames_per_match = 2\nseed = 1\n'
+        + "".join(f'[[teams]]\nid = "{team}"\ncommand = {bot}\n' for team in ("a", "b")),
+        base=tmp_path,
+    )
+    database = str(tmp_path / "logs.sqlite")
+    [match] = initialize(config, database)
+    with restored_logging(), (tmp_path / "worker.log").open("a", encoding="utf-8") as file:
+        configure_logging("console", "info", stream=file, cache=False)  # as fleet.worker does
+        db = FleetStore(database)
+        host = TableHost(config, "w1", tmp_path / "logs")
+        try:
+            run = db.call_sync(db.runs.start, match.id, "w1")
+            assert run is not None
+            assert host.play_match(match, run, db) is MatchEnd.DONE
+            # The table is open (kept for the next match): the worker's thread logs.
+            structlog.get_logger("fleet.worker").info("nothing to do", match=match.id)
+            logging.getLogger("dramatiq.worker.Worker").info("Shutting down...")
+        finally:
+            host.close()
+            db.close()
+    worker = (tmp_path / "worker.log").read_text(encoding="utf-8")
+    served = (tmp_path / "logs" / "server.log").read_text(encoding="utf-8")
+    assert "nothing to do" in worker and "dramatiq.worker.Worker: Shutting down..." in worker
+    assert "nothing to do" not in served and "Shutting down" not in served
+    assert "listening" in served and "server stopped" in served
+    assert "listening" not in worker

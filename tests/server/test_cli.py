@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
@@ -17,7 +18,7 @@ import pytest
 import structlog
 import trio
 
-from cli.server import main
+from cli.server import GC_YOUNG_THRESHOLD, main, tune_garbage_collection
 from server.logs import FLUSH_SECONDS, configure_logging, flush_logs
 from tests.helpers.logs import restored_logging
 
@@ -266,3 +267,14 @@ def test_unexpected_errors_are_not_hidden(tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(BaseExceptionGroup) as group:
         main([])
     assert group.group_contains(ZeroDivisionError)
+
+
+def test_the_server_freezes_what_it_loaded_and_collects_the_young_less_often() -> None:
+    threshold = gc.get_threshold()
+    try:
+        tune_garbage_collection()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == (GC_YOUNG_THRESHOLD, threshold[1], threshold[2])
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)

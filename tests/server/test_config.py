@@ -425,3 +425,27 @@ def test_play_bots_are_named_commands_and_bad_ones_name_the_key(tmp_path: Path) 
         with pytest.raises(ConfigError) as error:
             load_settings(["--web-play-bots", value], tmp_path)
         assert "--web-play-bots" in str(error.value) and fragment in str(error.value), value
+
+
+def test_load_game_file_whose_last_move_cannot_have_led_to_its_board_warns(
+    tmp_path: Path,
+) -> None:
+    from engine import GameState
+    from protocol.messages import Memento
+    from protocol.replay import write_replay
+
+    state = GameState.initial(seed=11)
+    packets = [Memento("r", state)]
+    for _ in range(6):
+        state = state.apply(state.legal_moves()[0])
+        packets.append(Memento("r", state))
+    # Turn 6 names a move from a field a fish of the side to move stands on.
+    wrong = GameState.from_rows(state.rows(), state.turn, None, state.legal_moves()[0])
+    packets[-1] = Memento("r", wrong)
+    (tmp_path / "game.xml").write_bytes(write_replay("r", packets))
+    settings, warnings = parse_settings(["--loadGameFile", "game.xml", "--turn", "6"], tmp_path)
+    # Loaded as the official server loads it, with a warning that says why.
+    assert settings.start_state == wrong
+    assert any("cannot have led to its board (its start" in warning for warning in warnings)
+    _settings, fine = parse_settings(["--loadGameFile", "game.xml", "--turn", "5"], tmp_path)
+    assert fine == []

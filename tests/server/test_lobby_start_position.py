@@ -1,6 +1,7 @@
 """A prepared room's start position (the `<state>` of `<prepare>`, "play from here"): the game
 starts there with the side to move of its turn, by the normal rules and clocks, and the replay
-starts with it; a position no game can be played from is refused and the server goes on."""
+starts with it; a position no game can be played from, or with a last move that cannot have
+led to it, is refused and the server goes on."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import FieldState, GameState, Team
+from engine import Direction, FieldState, GameState, Move, Team
 from protocol.events import GAME_TYPE, JoinPrepared, Prepare, SlotDescriptor
 from protocol.messages import (
     ErrorPacket,
@@ -77,6 +78,17 @@ def board(fill: FieldState, size: int = 10) -> list[list[FieldState]]:
     return [[fill] * size for _ in range(size)]
 
 
+def with_last_move(state: GameState, move: Move) -> GameState:
+    return GameState.from_rows(state.rows(), state.turn, state.first_union, move)
+
+
+def pointing_off(state: GameState) -> GameState:
+    """`state` with a last move from an empty field of the top row UP: off the board, where
+    no fish can have gone."""
+    x = next(x for x in range(10) if state.field(x, 9) is FieldState.EMPTY)
+    return with_last_move(state, Move(x, 9, Direction.UP))
+
+
 @pytest.mark.parametrize(
     ("state", "seed", "word"),
     [
@@ -84,6 +96,10 @@ def board(fill: FieldState, size: int = 10) -> list[list[FieldState]]:
         (GameState.from_rows(board(FieldState.EMPTY, 8), 3), None, "10×10"),
         (GameState.from_rows(played(2).rows(), 60), None, "past the last turn"),
         (GameState.from_rows(board(FieldState.EMPTY), 4), None, "already over"),
+        # A last move that cannot have led to the position: never kept in a replay.
+        (with_last_move(played(9), played(9).legal_moves()[0]), None, "lastMove: its start"),
+        (with_last_move(played(0), Move(0, 0, Direction.UP)), None, "lastMove: turn 0"),
+        (pointing_off(played(11)), None, "lastMove: no fish of ONE"),
     ],
 )
 async def test_a_position_no_game_can_start_from_is_refused_and_the_server_goes_on(

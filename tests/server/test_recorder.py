@@ -21,7 +21,7 @@ import trio
 from engine import GameState, PlayerEntry, Team, game_result
 from protocol import GAME_TYPE
 from protocol.events import Join
-from protocol.messages import Joined, Left, Memento, ResultMessage
+from protocol.messages import Joined, Left, Memento, ResultMessage, WelcomeMessage
 from protocol.replay import read_replay, write_replay
 from server.config import Settings
 from server.lobby import DisconnectCause, Lobby
@@ -29,6 +29,7 @@ from server.recorder import FinishedGame, Recorder, ResultsSink, results_record
 from server.replays import ReplayFiles
 from server.results import ResultsLog
 from tests.helpers.lobby import FakePeer, Harness
+from tests.helpers.server import join_pair, running_server
 
 FINISHED = datetime(2026, 4, 2, 9, 38, 21, tzinfo=UTC)
 
@@ -397,3 +398,50 @@ async def test_a_deferred_import_failure_no_longer_loses_the_result(
     (line,) = lines(tmp_path / "results.jsonl")
     assert line["room"] == room_id
     assert Path(line["replay"]).stat().st_size > 0
+
+
+async def test_a_game_ended_while_the_lobby_is_being_cancelled_is_still_recorded(
+    tmp_path: Path,
+) -> None:
+    # A stop that cancels (not the graceful shutdown): the room's closing task starts in a
+    # cancelled scope, and the record must still be written before the room goes.
+    lobby = Lobby(Settings(), recorder=recorder_for(tmp_path))
+    harness = Harness(lobby)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lobby.run)
+        one, two, room_id = start(harness)
+        nursery.cancel_scope.cancel()
+        lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
+    (line,) = lines(tmp_path / "results.jsonl")
+    assert line["room"] == room_id
+    assert room_id not in lobby.rooms and two.of(Left) == [Left(room_id)]
+
+
+async def test_a_game_ended_after_the_lobby_stopped_is_recorded_at_once(tmp_path: Path) -> None:
+    # A connection's cleanup after a cancelled stop can end a game when the lobby's nursery
+    # is closed: there is no task to record in, so the record is written here and now.
+    lobby = Lobby(Settings(), recorder=recorder_for(tmp_path))
+    harness = Harness(lobby)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lobby.run)
+        one, two, room_id = start(harness)
+        nursery.cancel_scope.cancel()
+    lobby.disconnect(one, DisconnectCause.LOST_CONNECTION)
+    (line,) = lines(tmp_path / "results.jsonl")
+    assert line["room"] == room_id
+    assert room_id not in lobby.rooms and two.of(Left) == [Left(room_id)]
+
+
+async def test_a_server_stopped_by_cancellation_still_records_its_running_game(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results.jsonl"
+    with trio.fail_after(10):
+        with trio.CancelScope() as stop_hard:
+            async with running_server(results_file=results) as server:
+                one, _two, room_id = await join_pair(server)
+                await one.expect(WelcomeMessage)
+                await one.expect(Memento)
+                stop_hard.cancel()
+    (line,) = lines(results)
+    assert line["room"] == room_id

@@ -15,7 +15,7 @@ from analysis import Analyser, Settings
 from analysis.sources import game_from_replay
 from engine import GameState, Move, PlayerEntry, Team, game_result
 from protocol.messages import Memento, ResultMessage
-from protocol.replay import write_replay
+from protocol.replay import read_replay, write_replay
 
 from .conftest import BrowserThread, Running
 from .players import random_bot
@@ -180,7 +180,7 @@ async def test_play_from_here_starts_a_game_against_a_bot_from_the_position_show
         await browser.run(lambda: screenshot(page, "play-from-here"))
 
 
-async def test_the_live_game_page_jumps_steps_and_analyses_the_game_so_far(
+async def test_the_live_game_page_jumps_steps_analyses_flips_and_downloads(
     running: Running, browser: BrowserThread
 ) -> None:
     running.viewer.analyses.settings = Settings(nodes=1000)
@@ -219,3 +219,27 @@ async def test_the_live_game_page_jumps_steps_and_analyses_the_game_so_far(
         )
         marks = sorted((index, mark) for index, mark in shown)
         assert marks == [(m.number, m.mark or "") for m in expected.moves]
+        # The advantage graph has a point per position, and the best move is a second arrow
+        # where it was not played.
+        points = await browser.run(lambda: page.get_attribute("svg#graph", "data-points"))
+        assert points == str(len(expected.graph))
+        missed = next(m for m in expected.moves if m.best != m.played)
+        await browser.run(page.click, f'#moves tr[data-index="{missed.number}"]')
+        await browser.run(page.wait_for_selector, f'svg#board[data-index="{missed.number}"]')
+        best = await browser.run(page.query_selector, "svg#board line.arrow.best")
+        assert best is not None
+        drawn = await browser.run(lambda: (best.get_attribute("x1"), best.get_attribute("y1")))
+        height = states[0].height
+        assert tuple(map(float, drawn)) == (missed.best.x + 0.5, height - missed.best.y - 0.5)
+        # Flipped: the same fields turned by 180°.
+        await browser.run(lambda: page.click("#flip"))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-flipped="1"]'))
+        assert await browser.run(lambda: dom_board(page)) == engine_board(states[missed.number])
+
+        # The download is the game as an official replay: the same states.
+        def download() -> bytes:
+            with page.expect_download() as started:
+                page.click("#download")
+            return Path(started.value.path()).read_bytes()
+
+        assert read_replay(await browser.run(download)).states == states

@@ -156,6 +156,8 @@ async def test_play_from_here_is_guarded_checks_the_position_and_counts_the_game
     browser = Browser(running.url)
     await browser.session()
     begin = position(states[7], bot="hanging")
+    fish = states[7].legal_moves()[0]  # its start holds a fish of the side to move
+    empty = next(x for x in range(10) if states[7].field(x, 9).name == "EMPTY")
     with trio.fail_after(30):
         stranger = Browser(running.url)
         await stranger.session()
@@ -170,6 +172,9 @@ async def test_play_from_here_is_guarded_checks_the_position_and_counts_the_game
             ({**begin, "lastMove": {"x": 1, "y": 2}}, "lastMove"),
             ({**begin, "lastMove": {"x": 10, "y": 2, "dir": "UP"}}, "lastMove"),
             ({**begin, "lastMove": "UP"}, "lastMove"),
+            # A last move that cannot have led to the board (the engine's rules say so).
+            ({**begin, "lastMove": {"x": fish.x, "y": fish.y, "dir": "UP"}}, "lastMove: its"),
+            ({**begin, "lastMove": {"x": empty, "y": 9, "dir": "UP"}}, "lastMove: no fish"),
             ({**begin, "bot": "stockfish"}, "bot"),
             # A page names a bot; it never gives a command.
             ({**begin, "bot": FAST_BOT}, "bot"),

@@ -1,5 +1,6 @@
-""" "Play from here" in a real browser (headless chromium): from a replay's position, against a
-bot command the operator configured, in a real room of the game server."""
+""" "Play from here" in a real browser (headless chromium): from a replay's position against a
+bot command the operator configured, and from a position of a game the server is playing
+against a built-in bot, each in a real room of the game server."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from typing import Any
 import pytest
 import trio
 
+from engine import GameState
 from server.config import Settings
 from tests.helpers.process import TEST_BOTS
 
 from .conftest import BrowserThread, Running
+from .players import random_bot
 from .test_analysis_browser import random_game, replay_file
 from .test_browser import dom_board, engine_board
 
@@ -83,3 +86,92 @@ async def test_play_from_a_replay_position_against_a_configured_bot_command(
         await running.viewer._cancel_room(player.room_id)
         while running.viewer.play.games:
             await trio.sleep(0.01)
+
+
+async def test_play_from_a_live_game_position_against_a_built_in_bot(
+    running: Running, browser: BrowserThread, screenshot: Callable[[Any, str], None]
+) -> None:
+    # Two bots play a game on the server, a move each time the test lets one through: it is
+    # running (never over) while its page is watched.
+    moves, gate = trio.open_memory_channel[None](60)
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: random_bot(running.port, seed=31, gate=gate))
+            nursery.start_soon(lambda: random_bot(running.port, seed=32, gate=gate))
+            for _ in range(12):
+                await moves.send(None)
+            while not running.viewer.hub.games:
+                await trio.sleep(0.01)
+            ((room_id, live),) = running.viewer.hub.games.items()
+            while live.turn < 12:
+                await trio.sleep(0.01)
+            page = await browser.new_page()
+            await browser.run(lambda: page.goto(f"{running.url}/game/{room_id}"))
+            await browser.run(
+                lambda: page.wait_for_selector('svg#board[data-index="12"][data-status="running"]')
+            )
+            # Watched live: the next move shows up by itself.
+            await moves.send(None)
+            await browser.run(lambda: page.wait_for_selector('svg#board[data-index="13"]'))
+            # Back to move 8 by a click, then a key steps to move 9.
+            await browser.run(lambda: page.click('#moves tr[data-index="8"]'))
+            await browser.run(lambda: page.wait_for_selector('svg#board[data-index="8"]'))
+            await browser.run(page.keyboard.press, "ArrowRight")
+            await browser.run(lambda: page.wait_for_selector('svg#board[data-index="9"]'))
+            start = live.states[9]
+            assert await browser.run(lambda: dom_board(page)) == engine_board(start)
+            # Play from there against the built-in random bot (a piranhas-bot process).
+            await browser.run(lambda: page.select_option("#play-bot", "random"))
+            await browser.run(lambda: page.click("#play-here"))
+            await browser.run(
+                lambda: page.wait_for_selector(
+                    f'svg#board[data-turn="{start.turn}"][data-my-turn="1"]'
+                )
+            )
+            assert "/play#game=" in await browser.run(lambda: page.url)
+            assert await browser.run(lambda: dom_board(page)) == engine_board(start)
+            (player,) = running.viewer.humans.values()
+            assert player.team is start.current_team and player.room_id != room_id
+            assert player.room_id is not None
+            # A room of its own from that position, its last move included.
+            assert running.viewer.hub.games[player.room_id].states[0] == start
+            # A move by clicks; the bot answers.
+            await browser.run(lambda: page.click("g.cell.selectable"))
+            await browser.run(lambda: page.click("g.cell.target"))
+            await browser.run(
+                lambda: page.wait_for_selector(
+                    f'svg#board[data-turn="{start.turn + 2}"][data-my-turn="1"]'
+                )
+            )
+            assert player.state is not None and player.state.turn == start.turn + 2
+            assert await browser.run(lambda: dom_board(page)) == engine_board(player.state)
+            await browser.run(lambda: screenshot(page, "play-from-live-game"))
+            # The watched game was left alone: still running at move 13.
+            assert live.turn == 13 and live.result is None
+            await running.viewer._cancel_room(player.room_id)
+            while running.viewer.play.games:
+                await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+
+
+async def test_play_from_a_position_whose_last_move_cannot_have_led_there_says_why(
+    running: Running, browser: BrowserThread
+) -> None:
+    states, _ = random_game(seed=21)
+    # A replay file whose turn 15 names a last move that did not happen: its start holds a
+    # fish of the side to move.
+    shown = states[15]
+    wrong = GameState.from_rows(shown.rows(), shown.turn, shown.first_union, shown.legal_moves()[0])
+    path = replay_file(running.viewer.settings.replay_dir, [*states[:15], wrong])
+    with trio.fail_after(60):
+        page = await browser.new_page()
+        await browser.run(lambda: page.goto(f"{running.url}/replays#file={path.name}&turn=15"))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="15"]'))
+        await browser.run(lambda: page.select_option("#play-bot", "random"))
+        await browser.run(lambda: page.click("#play-here"))
+        await browser.run(lambda: page.wait_for_selector("#play-here-error:not(:empty)"))
+        said = await browser.run(lambda: page.text_content("#play-here-error"))
+        assert said is not None and said.startswith("lastMove: its start"), said
+        # Nothing was started, and the page stays where it was.
+        assert not running.viewer.humans and not running.viewer.hub.games
+        assert "/replays" in await browser.run(lambda: page.url)
