@@ -1,19 +1,32 @@
 """piranhas-match throughput: games per minute for the same two bots at `--concurrency 1` and
-`--concurrency K` in one run, and the runner's own overhead per game.
+`--concurrency K` in one run, where the CPU time the run left idle went, and the runner's own
+CPU per game.
 
     python -m bench.match [--k 8] [--games1 2] [--games-k 16] [--bot COMMAND]
+                          [--checkout DIR] [--repeat N]
 
 The default bot is the socha 4.3.9 random bot of the tests (tests/bots/random_bot.py; socha
 idles in a 0.1 s poll, so games at once overlap well). Each setting is one real
 `python -m cli.match` run on its in-process server with `--ndjson`; the figures come from
-its events:
+its events and from sampling the CPU of its process tree (`/proc`, every 0.1 s):
 
 - games/min: finished games over the run's wall time (interpreter start to exit);
+- share: the CPU the run used (runner, its server, the bots) over what the CPUs offered in
+  its wall time; the games a minute the CPUs allow at the run's CPU per game times this
+  share is its games/min. The wall time is cut into the ramp (interpreter start until all
+  K slots have launched their first bots), the steady state (all K slots playing: it ends
+  when the first slot finds no game left), the tail (the last games ending one by one) and
+  the exit (last game to the process's exit); each part's share and the core-seconds it
+  left are printed beside the whole run's, and how much of what it left the CPUs idled
+  (/proc/stat) and other jobs took: on a shared machine the share shows the other jobs;
 - timeouts: games lost on time (the runner's fault if the bots are fast: a starved machine);
 - overhead per game: the phases the runner owns in each game's slot (prepare and observe the
-  room, launch the processes, reap them afterwards), mean and max; the bots' own start-up
-  and exit (interpreter, imports) are shown apart, as they are the bot's cost, not the
-  runner's.
+  room, launch the processes, reap them afterwards), mean and max: the slot plays nothing
+  then. The bots' own start-up and exit (interpreter, imports) are shown apart, as they are
+  the bot's cost, not the runner's.
+
+At K = 1 the share shows the bots' idling: a socha bot waits in its 0.1 s poll, so one game
+at a time leaves most of the CPUs idle.
 
 The load average before and after is printed with the figures: on a shared machine they are
 only comparable with the load they were measured under.
@@ -31,6 +44,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from bisect import bisect_left
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +53,9 @@ REPO = Path(__file__).resolve().parent.parent
 SOCHA_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "random_bot.py")])
 RUNNER_PHASES = ("prepare", "launch", "cleanup")
 BOT_PHASES = ("startup", "exit")
+PARTS = ("ramp", "steady", "tail", "exit")
+SAMPLE_EVERY = 0.1  # seconds; the sampling's own CPU is the bench's, a few ms a second
+TICK = os.sysconf("SC_CLK_TCK")
 
 
 def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO) -> dict[str, Any]:
@@ -53,14 +71,20 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
             *("--seed", str(seed), "--ndjson", str(stream), "--no-reproducers"),
         ]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        started = time.monotonic()
+        started = time.time()
+        # (time, the runner's own CPU, the CPU of its whole tree, the machine's idle CPU):
+        # the runner's process (server, clients, display) and, reaped or live, its bots and
+        # their reaper; the idle time of all CPUs (/proc/stat) says whether what the run
+        # did not use was left idle or taken by other jobs.
+        samples: list[tuple[float, float, float, float]] = [(started, 0.0, 0.0, machine_idle())]
         with tempfile.TemporaryFile() as output:
             process = subprocess.Popen(argv, cwd=directory, env=env, stdout=output, stderr=output)
-            own = 0.0  # the runner's own CPU (its process: server, clients, display), not its bots'
             while process.poll() is None:
-                own = max(own, own_cpu_seconds(process.pid))
-                time.sleep(0.05)
-            wall = time.monotonic() - started
+                sample = tree_cpu_seconds(process.pid)
+                if sample is not None:
+                    samples.append((time.time(), *sample, machine_idle()))
+                time.sleep(SAMPLE_EVERY)
+            ended = time.time()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if process.returncode != 0:
                 output.seek(0)
@@ -68,6 +92,8 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
                     f"the run failed ({process.returncode}):\n{output.read().decode()}"
                 )
         total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        own = max(sample[1] for sample in samples)
+        samples.append((ended, own, total, machine_idle()))
         events = [json.loads(line) for line in stream.read_text().splitlines()]
     ends = [event for event in events if event["event"] == "game_end"]
     final = events[-1]
@@ -75,6 +101,9 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
     bot_ms = [sum(end["phases_ms"][phase] for phase in BOT_PHASES) for end in ends]
     game_ms = [end["phases_ms"]["game"] for end in ends]
     cpus = len(os.sched_getaffinity(0))
+    wall = ended - started
+    slots = game_slots(ends)
+    parts = split_run(slots, concurrency, started, ended, samples, cpus)
     return {
         "label": "this checkout" if checkout == REPO else str(checkout),
         "cpu_per_game_s": total / len(ends),
@@ -82,6 +111,11 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
         # Games a minute the CPUs allow at this CPU per game, and how much of it the run got.
         "allowed_per_min": cpus * 60 / (total / len(ends)),
         "utilisation": total / (cpus * wall),
+        "parts": parts,
+        # The time line, for --json: (launched, ended) per game and the CPU samples, in
+        # seconds from the run's start.
+        "slots": [(launched - started, end - started) for launched, end in slots],
+        "samples": [(at - started, *rest) for at, *rest in samples],
         "concurrency": concurrency,
         "games": len(ends),
         "wall_s": wall,
@@ -95,21 +129,149 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
     }
 
 
-def own_cpu_seconds(pid: int) -> float:
-    """User + system CPU of the process itself, without its children (Linux /proc); 0 once
-    it is gone."""
+def game_slots(ends: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(bots launched, slot ended) of every game, in seconds since the epoch: a game's slot
+    ends when its event is written and began the sum of its phases earlier; its bots start
+    after its `prepare` and `launch`."""
+    slots = []
+    for end in ends:
+        at = datetime.fromisoformat(end["time"]).timestamp()
+        phases = end["phases_ms"]
+        began = at - sum(phases.values()) / 1000
+        slots.append((began + (phases["prepare"] + phases["launch"]) / 1000, at))
+    return slots
+
+
+def split_run(
+    slots: list[tuple[float, float]],
+    concurrency: int,
+    started: float,
+    ended: float,
+    samples: list[tuple[float, float, float, float]],
+    cpus: int,
+) -> dict[str, dict[str, float]]:
+    """The run cut into ramp, steady state, tail and exit (see the module), each part's
+    duration, CPU share and idle core-seconds.
+
+    The steady state begins when the K-th slot has launched its bots and ends at the
+    (N-K+1)-th game end: each of the first N-K ends hands its slot the next game, that one
+    finds none left."""
+    launched = sorted(slot[0] for slot in slots)
+    finished = sorted(slot[1] for slot in slots)
+    k = min(concurrency, len(slots))
+    full = launched[k - 1]
+    tail = max(full, finished[len(slots) - k])
+    bounds = [started, full, tail, max(tail, finished[-1]), ended]
+    parts = {}
+    for name, start, stop in zip(PARTS, bounds, bounds[1:], strict=False):
+        cpu = value_at(samples, 2, stop) - value_at(samples, 2, start)
+        idle = value_at(samples, 3, stop) - value_at(samples, 3, start)
+        offered = cpus * (stop - start)
+        parts[name] = {
+            "seconds": stop - start,
+            "share": cpu / offered if offered > 0 else float("nan"),
+            "idle_core_s": offered - cpu,
+            # What the run did not use: left idle, or taken by other jobs.
+            "machine_idle": idle / offered if offered > 0 else float("nan"),
+        }
+    return parts
+
+
+def value_at(samples: list[tuple[float, float, float, float]], column: int, at: float) -> float:
+    """Column `column` of the samples at time `at`, interpolated between them."""
+    times = [sample[0] for sample in samples]
+    index = bisect_left(times, at)
+    if index == 0:
+        return samples[0][column]
+    if index == len(samples):
+        return samples[-1][column]
+    before, after = samples[index - 1], samples[index]
+    if after[0] <= before[0]:
+        return after[column]
+    fraction = (at - before[0]) / (after[0] - before[0])
+    return before[column] + (after[column] - before[column]) * fraction
+
+
+def machine_idle() -> float:
+    """Seconds all CPUs of the machine have been idle (idle + iowait of /proc/stat)."""
+    with open("/proc/stat") as file:
+        fields = file.readline().split()
+    return (int(fields[4]) + int(fields[5])) / TICK
+
+
+def _stat_times(pid: int) -> tuple[int, int] | None:
+    """(utime + stime, cutime + cstime) of `pid` in clock ticks (Linux /proc); None once it
+    is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return None
+    return int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+
+def own_cpu_seconds(pid: int) -> float:
+    """User + system CPU of the process itself, without its children (Linux /proc); 0 once
+    it is gone (bench.league's measure of its tool)."""
+    times = _stat_times(pid)
+    return 0.0 if times is None else times[0] / TICK
+
+
+def tree_cpu_seconds(pid: int) -> tuple[float, float] | None:
+    """(the process's own CPU, the CPU of it and all its children, reaped or alive) in
+    seconds; None once it is gone. A child reaped while we read would be counted twice or
+    not at all: then the reading is repeated."""
+    for _attempt in range(5):
+        first = _stat_times(pid)
+        if first is None:
+            return None
+        children: list[int] = []
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as file:
+                    children += [int(child) for child in file.read().split()]
+        except OSError:
+            pass  # a thread that ended: a child of it is in the next sample
+        alive = 0
+        for child in children:
+            times = _stat_times(child)
+            if times is not None:
+                alive += times[0] + times[1]
+        second = _stat_times(pid)
+        if second is None:
+            return None
+        if second[1] == first[1]:
+            own, reaped = second
+            return own / TICK, (own + reaped + alive) / TICK
+    return None
+
+
+def summary_lines(result: dict[str, Any]) -> list[str]:
+    """Where the run's time and CPU went."""
+    share = result["games_per_min"] / result["allowed_per_min"]
+    lines = [
+        f"K={result['concurrency']} ({result['label']}): {result['cpu_per_game_s']:.2f} s "
+        f"of CPU per game in all (runner, its server, bots), of which the runner's own "
+        f"process {result['runner_cpu_per_game_ms']:.0f} ms; the CPUs allow "
+        f"{result['allowed_per_min']:.1f} games/min at that, the run got "
+        f"{result['games_per_min']:.1f} ({100 * share:.1f} %: the CPU share the run used)"
+    ]
+    for name, part in result["parts"].items():
+        lines.append(
+            f"    {name:<6} {part['seconds']:5.1f} s: the run {100 * part['share']:5.1f} %, "
+            f"left {part['idle_core_s']:5.2f} core-s, of which the CPUs idled "
+            f"{100 * part['machine_idle']:5.1f} % and other jobs took "
+            f"{100 * (1 - part['share'] - part['machine_idle']):5.1f} %"
+        )
+    return lines
 
 
 def main() -> int:
     """Measure and print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", type=int, default=8, help="the higher concurrency (default 8)")
-    parser.add_argument("--games1", type=int, default=2, help="games at concurrency 1")
+    parser.add_argument(
+        "--games1", type=int, default=2, help="games at concurrency 1 (0: no such run)"
+    )
     parser.add_argument("--games-k", type=int, default=16, help="games at concurrency K")
     parser.add_argument("--bot", default=SOCHA_BOT, help="bot command (both players)")
     parser.add_argument("--seed", type=int, default=1)
@@ -121,17 +283,26 @@ def main() -> int:
         help="also run piranhas-match of this checkout (e.g. a worktree of an older commit), "
         "alternating with this one's at concurrency K; repeatable",
     )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of the concurrency-K runs (default 1)"
+    )
+    parser.add_argument(
+        "--json", type=Path, default=None, help="also write every run's figures and time line here"
+    )
     options = parser.parse_args()
     print(f"bot: {options.bot}")
-    print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()}")
-    results = [
-        run(options.bot, options.games1, 1, options.seed),
-        run(options.bot, options.games_k, options.k, options.seed),
-    ]
-    for checkout in options.checkout:
-        results.append(run(options.bot, options.games_k, options.k, options.seed, checkout))
+    print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()}", flush=True)
+    results = []
+    if options.games1 > 0:
+        results.append(run(options.bot, options.games1, 1, options.seed))
+    for _round in range(options.repeat):
+        for checkout in options.checkout:
+            results.append(run(options.bot, options.games_k, options.k, options.seed, checkout))
         results.append(run(options.bot, options.games_k, options.k, options.seed))
+        print(f"load average: {os.getloadavg()}", flush=True)
     print(f"load average after: {os.getloadavg()}")
+    if options.json is not None:
+        options.json.write_text(json.dumps(results, indent=1))
     header = (
         f"{'K':>3} {'games':>5} {'wall s':>7} {'games/min':>9} {'timeouts':>8} "
         f"{'overhead ms (mean/max)':>22} {'bot start+exit ms':>17} {'game s':>7}"
@@ -145,18 +316,39 @@ def main() -> int:
             f"{result['bot_startup_exit_mean_ms']:>17.0f} {result['game_mean_s']:>7.2f}"
         )
     for result in results:
-        share = result["games_per_min"] / result["allowed_per_min"]
-        print(
-            f"K={result['concurrency']} ({result['label']}): {result['cpu_per_game_s']:.2f} s "
-            f"of CPU per game in "
-            f"all (runner, its server, bots), of which the runner's own process "
-            f"{result['runner_cpu_per_game_ms']:.0f} ms; the CPUs allow "
-            f"{result['allowed_per_min']:.1f} games/min at that, the run got "
-            f"{result['games_per_min']:.1f} ({100 * share:.0f} %: the CPU share the run used)"
-        )
-    speedup = results[1]["games_per_min"] / results[0]["games_per_min"]
-    print(f"K={options.k} plays {speedup:.1f}x the games per minute of K=1")
+        print("\n".join(summary_lines(result)))
+    if len(results) > 1 and options.repeat * (1 + len(options.checkout)) > 1:
+        print("over the rounds (mean, min-max):")
+        for label in dict.fromkeys(r["label"] for r in results if r["concurrency"] == options.k):
+            mine = [r for r in results if r["label"] == label and r["concurrency"] == options.k]
+            print(f"  {label}: " + "; ".join(spread(mine, key) for key in SPREAD_KEYS))
+    if options.games1 > 0:
+        k_runs = [
+            r for r in results if r["concurrency"] == options.k and r["label"] == "this checkout"
+        ]
+        speedup = k_runs[0]["games_per_min"] / results[0]["games_per_min"]
+        print(f"K={options.k} plays {speedup:.1f}x the games per minute of K=1")
     return 0
+
+
+SPREAD_KEYS = ("utilisation", "steady", "games_per_min", "runner_cpu_per_game_ms")
+
+
+def spread(results: list[dict[str, Any]], key: str) -> str:
+    """`key`'s mean and range over repeated runs."""
+    if key == "steady":
+        values = [100 * r["parts"]["steady"]["share"] for r in results]
+        name, unit = "steady share", " %"
+    elif key == "utilisation":
+        values = [100 * r["utilisation"] for r in results]
+        name, unit = "whole-run share", " %"
+    elif key == "games_per_min":
+        values = [r[key] for r in results]
+        name, unit = "games/min", ""
+    else:
+        values = [r[key] for r in results]
+        name, unit = "runner CPU per game", " ms"
+    return f"{name} {statistics.fmean(values):.1f}{unit} ({min(values):.1f}-{max(values):.1f})"
 
 
 if __name__ == "__main__":

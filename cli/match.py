@@ -32,13 +32,12 @@ from pathlib import Path
 
 import trio
 
-from analysis.lost import analyse_lost
 from client import ConnectionClosed
 from launching import MatchError
 from runner.display import Display, display_for
-from runner.match import run_match
+from runner.match import LostGames, run_match
 from runner.ndjson import EventLog, read_resume
-from runner.options import PROGRAM, parse_options, player_command
+from runner.options import PROGRAM, Options, parse_options, player_command
 from runner.reproduce import CASE_FILE, Case, reproduce, tail
 from runner.scores import Scoreboard
 from runner.timing import CRASH
@@ -81,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with display_for(match.out, options.games, len(match.played)) as display:
             match.display = display
-            status = trio.run(run_match, options, match, events, analyse_lost)
+            status = trio.run(run_match, options, match, events, lost_games_analysis(options))
     except BaseException as error:
         match_error = find_exception(error, MatchError)
         if match_error is not None:
@@ -112,6 +111,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if status == ExitCode.INTERRUPTED:
         match.say(f"interrupted after {len(match.played)} of {options.games} games")
     return int(status)
+
+
+def lost_games_analysis(options: Options) -> LostGames | None:
+    """`--analyze`'s work (analysis.lost), imported only when asked for: the analysis and
+    the engines it pulls in are half of the command's start-up, during which the CPUs idle."""
+    if options.analyze is None:
+        return None
+    from analysis.lost import analyse_lost
+
+    return analyse_lost
 
 
 def fail(error: MatchError) -> int:

@@ -48,11 +48,21 @@ FieldTable = tuple[
     tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
 ]  # fmt: skip
 
+# The move generator works on *line codes*: per line (column, diagonal, row, anti-diagonal)
+# one small int, as seen by the team to move,
+#     1 | (own fish or squid) << 1 | (opponent's fish) << opponent_shift
+# with one bit per field of the line (its place among the line's fields, in bit order). For
+# a 10×10 board that is 21 bits: a one-digit int, whose AND CPython computes without making
+# an object (a whole-board mask is 8 digits, and each AND of two made one and freed it).
+# The number of fish on each line (the distance of a move along it) is a list of its own:
+# in the code it would cost a shift per line and fish, dearer than the list's upkeep.
+# A local check mask is (fields jumped over) << opponent_shift | target << 1, or 1 for a
+# target off the board (bit 0 is set in every code); a move is legal iff not code & check.
+
 # The move generator's entry of a field (GameState keeps one per fish, sorted): its bit index
 # first (the sort key: row-major order), the ids of its four lines (see _AXIS_OF) into the
-# per-line fish counts a state carries, the check masks per direction in enum order indexed
-# by distance, and its eight Moves. Counts read from a list are cheaper than a line mask's
-# bit_count() per fish, and iterating over the entries saves extracting the lowest bit.
+# line codes a state carries, the local check masks per direction in enum order indexed by
+# distance, and its eight Moves. Iterating over the entries saves extracting the lowest bit.
 FishEntry = tuple[
     int, int, int, int, int,
     tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...],
@@ -60,9 +70,19 @@ FishEntry = tuple[
     tuple[Move, ...],
 ]  # fmt: skip
 
+# How a fish arriving on (or leaving) a field changes the codes of its four lines: the line
+# ids, then per line x = its own bit (in the mover's own view), y = its opponent bit (in the
+# other team's view), z = x - y (a capture: the field changes team; the other view by -z).
+LineDeltas = tuple[int, ...]
+
 # What apply needs of one of the table's Moves: the start's entry, the check masks of the
-# move's direction by distance, the id and the mask of the line it moves along, the start's bit.
-MoveEntry = tuple[FishEntry, tuple[int, ...], int, int, int]
+# move's direction by distance, the id and the mask of the line it moves along, the start's
+# bit, the local check masks by distance (see line codes), and per distance the landing:
+# the target's bit, its FishEntry and the mask of its 8 neighbours (None off the board).
+Landing = tuple[int, FishEntry, int]
+MoveEntry = tuple[
+    FishEntry, tuple[int, ...], int, int, int, tuple[int, ...], tuple[Landing | None, ...]
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,6 +120,10 @@ class Geometry:
     neighbours: list[int]
     # below[bit] = the mask of all bits below it (a fish's place among its team's, row-major).
     below: list[int]
+    # Line codes (see above): where the opponent's fields start, and per field its
+    # LineDeltas (None for guard bits).
+    opponent_shift: int
+    line_deltas: list[LineDeltas | None]
     # id(move) → its MoveEntry, for the Moves in `moves` (they live as long as the geometry,
     # so their ids are never reused by another object).
     move_entries: dict[int, MoveEntry]
@@ -176,20 +200,62 @@ def geometry(width: int, height: int) -> Geometry:
             if (dx or dy) and 0 <= x + dx < width and 0 <= y + dy < height
         )
     line_count = 3 * width + 3 * height - 2
+    # Each field's place on its four lines (the line's fields in bit order).
+    on_line: dict[int, list[int]] = {}
+    for index in coords:
+        for line_id in line_ids[index]:
+            on_line.setdefault(line_id, []).append(index)
+    place = {
+        index: tuple(on_line[line_id].index(index) for line_id in line_ids[index])
+        for index in coords
+    }
+    opponent_shift = 1 + longest_line
+    local_checks: dict[int, tuple[tuple[int, ...], ...]] = {}
+    line_deltas: list[LineDeltas | None] = [None] * (height * stride)
+    for index in coords:
+        checks = []
+        for direction, bits in zip(DIRECTIONS, rays[index], strict=True):
+            axis = _AXIS_OF[direction]
+            by_distance = [1] * (longest_line + 1)
+            jumped = 0
+            for distance, target in enumerate(bits, start=1):
+                local = 1 << place[target.bit_length() - 1][axis]
+                by_distance[distance] = (jumped << opponent_shift) | (local << 1)
+                jumped |= local
+            checks.append(tuple(by_distance))
+        local_checks[index] = tuple(checks)
+        own_bits = [1 << (1 + at) for at in place[index]]
+        opponent_bits = [1 << (opponent_shift + at) for at in place[index]]
+        line_deltas[index] = (
+            *line_ids[index],
+            *own_bits,
+            *opponent_bits,
+            *(own - opponent for own, opponent in zip(own_bits, opponent_bits, strict=True)),
+        )
     entries: list[FishEntry | None] = [None] * (height * stride)
     move_entries: dict[int, MoveEntry] = {}
     for index in coords:
-        entry: FishEntry = (index, *line_ids[index], *all_checks[index], moves[index])  # type: ignore[assignment]
+        entry: FishEntry = (index, *line_ids[index], *local_checks[index], moves[index])  # type: ignore[assignment]
         entries[index] = entry
+    for index in coords:
+        entry = entries[index]  # type: ignore[assignment]
         own_moves = moves[index]
         assert own_moves is not None
         for number, move in enumerate(own_moves):
+            landings: list[Landing | None] = [None] * (longest_line + 1)
+            for distance, target in enumerate(rays[index][number], start=1):
+                target_index = target.bit_length() - 1
+                target_entry = entries[target_index]
+                assert target_entry is not None
+                landings[distance] = (target, target_entry, neighbours[target_index])
             move_entries[id(move)] = (
                 entry,
                 all_checks[index][number],
                 line_ids[index][number & 3],
                 lines[index][number & 3],
                 1 << index,
+                local_checks[index][number],
+                tuple(landings),
             )
     return Geometry(
         width=width,
@@ -211,6 +277,8 @@ def geometry(width: int, height: int) -> Geometry:
         entries=entries,
         neighbours=neighbours,
         below=[(1 << index) - 1 for index in range(height * stride)],
+        opponent_shift=opponent_shift,
+        line_deltas=line_deltas,
         move_entries=move_entries,
     )
 

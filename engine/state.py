@@ -82,6 +82,8 @@ class GameState:
     """
 
     __slots__ = (
+        "_codes_one",
+        "_codes_two",
         "_connected",
         "_counts",
         "_first_union",
@@ -109,14 +111,18 @@ class GameState:
     _first_union: Team | None
     _last_move: Move | None
     # For the move generator, made on first use (None until then) and never changed after:
-    # the FishEntry of each team's fish in row-major order, and the number of fish on each
-    # line (indexed by the line ids of engine.geometry). A state made by apply from a state
-    # that has them derives them from its parent's in a few list operations: `_source` is
-    # (parent, start entry, target entry, captured) until then. apply does not derive them
-    # itself: a search makes many children it never expands, a server never lists moves.
+    # the FishEntry of each team's fish in row-major order, the code of each line as ONE and
+    # as TWO sees it, and the number of fish on each line (both indexed by the line ids of
+    # engine.geometry; see there). A state made
+    # by apply from a state that has them derives them from its parent's in a few list
+    # operations: `_source` is (parent, start entry, target entry, captured) until then. apply
+    # does not derive them itself: a search makes many children it never expands, a server
+    # never lists moves.
     _ones: list[FishEntry]
     _twos: list[FishEntry]
-    _counts: list[int] | None
+    _codes_one: list[int] | None
+    _codes_two: list[int]
+    _counts: list[int]
     _source: tuple[GameState, FishEntry, FishEntry, int] | None
     # Lazily computed, never observable as mutation: whether (ONE, TWO) are fully connected.
     _connected: tuple[bool, bool] | None
@@ -141,7 +147,7 @@ class GameState:
         state._first_union = first_union
         state._last_move = last_move
         state._connected = connected
-        state._counts = None
+        state._codes_one = None
         state._source = None
         return state
 
@@ -369,49 +375,61 @@ class GameState:
             found = self._move_entry(move)
             if found is None:
                 self._reject(move)
-        entry, checks, line, line_mask, start = found
-        one, two = self._one, self._two
+        entry, checks, line, line_mask, start, local_checks, landings = found
         mover_is_two = self._turn & 1
-        own, opponent = (two, one) if mover_is_two else (one, two)
+        if mover_is_two:
+            own, opponent = self._two, self._one
+        else:
+            own, opponent = self._one, self._two
         if not own & start:
             self._reject(move)
-        counts = self._counts
-        distance = ((one | two) & line_mask).bit_count() if counts is None else counts[line]
-        check = checks[distance]
-        shift = geo.check_shift
-        if check & (1 | (opponent << 1) | ((own | self._squid) << shift)):
-            self._reject(move)
-        # Legal (the checks above accept exactly the legal moves): make the new state.
-        target = check >> shift
-        both = start | target
-        # A legal move lands on an empty field or captures: the opponent changed only then.
-        captured = target & (one | two)
-        if mover_is_two:
-            one, two = one & ~target, two ^ both
-            mover = two
+        codes = self._codes_one
+        if codes is None:
+            distance = ((own | opponent) & line_mask).bit_count()
+            check = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
+            if checks[distance] & check:
+                self._reject(move)
         else:
-            one, two = one ^ both, two & ~target
-            mover = one
-        ge2, ge3 = self._ge2 & ~target, self._ge3 & ~target
-        if self._ge2 & start:
+            # With the generator's lists: the line's code, as in legal_moves.
+            distance = self._counts[line]
+            if (self._codes_two if mover_is_two else codes)[line] & local_checks[distance]:
+                self._reject(move)
+        # Legal (the checks above accept exactly the legal moves): make the new state.
+        target, target_entry, near = landings[distance]  # type: ignore[misc]
+        both = start | target
+        own ^= both
+        # A legal move lands on an empty field or captures: the opponent changed only then.
+        captured = target & opponent
+        ge2, ge3 = self._ge2, self._ge3
+        if captured:
+            opponent ^= target
+            # The captured fish's size goes with it (size 3 is a subset of size >= 2).
+            if ge2 & target:
+                ge2 ^= target
+                if ge3 & target:
+                    ge3 ^= target
+        if ge2 & start:
             ge2 ^= both
-        if self._ge3 & start:
-            ge3 ^= both
+            if ge3 & start:
+                ge3 ^= both
+        if mover_is_two:
+            one, two = opponent, own
+        else:
+            one, two = own, opponent
         stride = geo.stride
-        target_index = target.bit_length() - 1
         # The mover's connectivity. A landing fish without a neighbour of its own team leaves
         # the swarm split (the usual case); else connected_component inlined (hot path).
-        if not mover & geo.neighbours[target_index] and mover != target:
+        if not own & near and own != target:
             mover_connected = False
         else:
             reach = target
             while True:
                 row_grown = reach | (reach << 1) | (reach >> 1)
-                grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & mover
+                grown = (row_grown | (row_grown << stride) | (row_grown >> stride)) & own
                 if grown == reach:
                     break
                 reach = grown
-            mover_connected = reach == mover
+            mover_connected = reach == own
         # Without a capture the opponent's fish did not change: reuse its connectivity.
         before = self._connected
         if before is None:
@@ -438,11 +456,9 @@ class GameState:
         state._first_union = first_union
         state._last_move = move
         state._connected = connected
-        state._counts = None
+        state._codes_one = None
         # Only a parent with fish lists is kept: no chain of states stays alive.
-        state._source = (
-            None if self._counts is None else (self, entry, geo.entries[target_index], captured)  # type: ignore[assignment]
-        )
+        state._source = None if codes is None else (self, entry, target_entry, captured)
         return state
 
     def _reject(self, move: Move) -> NoReturn:
@@ -461,32 +477,54 @@ class GameState:
         assert moves is not None
         return geo.move_entries[id(moves[_DIRECTION_INDEX[move.direction._name_]])]
 
-    def _fish_lists(self) -> list[int]:
-        """Make _ones, _twos and _counts (see there); returns _counts."""
+    def _fish_lists(self) -> None:
+        """Make _ones, _twos, _codes_one, _codes_two and _counts (see there)."""
         source = self._source
+        geo = self._geo
         if source is None:
-            geo = self._geo
-            entries = geo.entries
+            entries, deltas = geo.entries, geo.line_deltas
+            # Bit 0 of every code is set (the off-board check); squids are in the own half
+            # of both views (no fish may land there, both may jump over them).
+            codes_one = [1] * geo.line_count
+            codes_two = [1] * geo.line_count
+            squid = self._squid
             counts = [0] * geo.line_count
+            while squid:
+                low = squid & -squid
+                squid ^= low
+                found = deltas[low.bit_length() - 1]
+                assert found is not None
+                for line, own in zip(found[0:4], found[4:8], strict=True):
+                    codes_one[line] += own
+                    codes_two[line] += own
             fish_lists: list[list[FishEntry]] = [[], []]
-            for team, mask in enumerate((self._one, self._two)):
+            for team, mask, mine, theirs in (
+                (0, self._one, codes_one, codes_two),
+                (1, self._two, codes_two, codes_one),
+            ):
                 while mask:
                     low = mask & -mask
                     mask ^= low
-                    found = entries[low.bit_length() - 1]
-                    assert found is not None
-                    fish_lists[team].append(found)
-                    for line in found[1:5]:
+                    index = low.bit_length() - 1
+                    entry = entries[index]
+                    found = deltas[index]
+                    assert entry is not None and found is not None
+                    fish_lists[team].append(entry)
+                    for line, own, other in zip(found[0:4], found[4:8], found[8:12], strict=True):
+                        mine[line] += own
+                        theirs[line] += other
                         counts[line] += 1
-            self._ones, self._twos = fish_lists
             self._counts = counts
-            return counts
+            self._ones, self._twos = fish_lists
+            self._codes_two = codes_two
+            self._codes_one = codes_one
+            return
         parent, entry, target_entry, captured = source
         self._source = None
         ones, twos = parent._ones, parent._twos
         # A fish's place in its list is the number of its team's fish below it (row-major):
         # no comparisons of entries.
-        below = self._geo.below
+        below = geo.below
         start_index, target_index = entry[0], target_entry[0]
         if parent._turn & 1:
             twos = twos.copy()
@@ -495,6 +533,9 @@ class GameState:
             if captured:
                 ones = ones.copy()
                 del ones[(parent._one & below[target_index]).bit_count()]
+            mine = parent._codes_two.copy()
+            theirs = parent._codes_one.copy()  # type: ignore[union-attr]
+            self._codes_one, self._codes_two = theirs, mine
         else:
             ones = ones.copy()
             del ones[(parent._one & below[start_index]).bit_count()]
@@ -502,35 +543,64 @@ class GameState:
             if captured:
                 twos = twos.copy()
                 del twos[(parent._two & below[target_index]).bit_count()]
-        counts = parent._counts.copy()  # type: ignore[union-attr]
-        _, a, b, c, d = entry[:5]
+            mine = parent._codes_one.copy()  # type: ignore[union-attr]
+            theirs = parent._codes_two.copy()
+            self._codes_one, self._codes_two = mine, theirs
+        # Unrolled (one derivation per listed ply): the mover leaves the start's lines ...
+        deltas = geo.line_deltas
+        a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, _, _, _, _ = deltas[start_index]  # type: ignore[misc]
+        counts = parent._counts.copy()
         counts[a] -= 1
         counts[b] -= 1
         counts[c] -= 1
         counts[d] -= 1
-        if not captured:
-            _, a, b, c, d = target_entry[:5]
+        self._counts = counts
+        mine[a] -= xa
+        mine[b] -= xb
+        mine[c] -= xc
+        mine[d] -= xd
+        theirs[a] -= ya
+        theirs[b] -= yb
+        theirs[c] -= yc
+        theirs[d] -= yd
+        a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, za, zb, zc, zd = deltas[target_index]  # type: ignore[misc]
+        if captured:
+            # ... and takes the target's field from the opponent (the counts stay) ...
+            mine[a] += za
+            mine[b] += zb
+            mine[c] += zc
+            mine[d] += zd
+            theirs[a] -= za
+            theirs[b] -= zb
+            theirs[c] -= zc
+            theirs[d] -= zd
+        else:
+            # ... or arrives on an empty one.
             counts[a] += 1
             counts[b] += 1
             counts[c] += 1
             counts[d] += 1
+            mine[a] += xa
+            mine[b] += xb
+            mine[c] += xc
+            mine[d] += xd
+            theirs[a] += ya
+            theirs[b] += yb
+            theirs[c] += yc
+            theirs[d] += yd
         self._ones = ones
         self._twos = twos
-        self._counts = counts
-        return counts
 
     def legal_moves(self) -> list[Move]:
         """All legal moves of the team to move: fish in row-major order (y, then x), each
         fish's moves in Direction enum order. A new list on every call."""
-        counts = self._counts
-        if counts is None:
-            counts = self._fish_lists()
+        if self._codes_one is None:
+            self._fish_lists()
         if self._turn & 1:
-            own, opponent, fish = self._two, self._one, self._twos
+            codes, fish = self._codes_two, self._twos
         else:
-            own, opponent, fish = self._one, self._two, self._ones
-        geo = self._geo
-        probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
+            codes, fish = self._codes_one, self._ones  # type: ignore[assignment]  # made above
+        counts = self._counts
         legal: list[Move] = []
         append = legal.append
         # Unrolled over the eight directions (enum order): this loop is the engine's hot path.
@@ -538,40 +608,43 @@ class GameState:
             _, column, diagonal, row, anti,
             up, up_right, right, down_right, down, down_left, left, up_left, moves,
         ) in fish:  # fmt: skip
+            on_column = codes[column]
+            on_diagonal = codes[diagonal]
+            on_row = codes[row]
+            on_anti = codes[anti]
             along_column = counts[column]
             along_diagonal = counts[diagonal]
             along_row = counts[row]
             along_anti = counts[anti]
-            if not probe & up[along_column]:
+            if not on_column & up[along_column]:
                 append(moves[0])
-            if not probe & up_right[along_diagonal]:
+            if not on_diagonal & up_right[along_diagonal]:
                 append(moves[1])
-            if not probe & right[along_row]:
+            if not on_row & right[along_row]:
                 append(moves[2])
-            if not probe & down_right[along_anti]:
+            if not on_anti & down_right[along_anti]:
                 append(moves[3])
-            if not probe & down[along_column]:
+            if not on_column & down[along_column]:
                 append(moves[4])
-            if not probe & down_left[along_diagonal]:
+            if not on_diagonal & down_left[along_diagonal]:
                 append(moves[5])
-            if not probe & left[along_row]:
+            if not on_row & left[along_row]:
                 append(moves[6])
-            if not probe & up_left[along_anti]:
+            if not on_anti & up_left[along_anti]:
                 append(moves[7])
         return legal
 
     def has_legal_move(self) -> bool:
         """Whether the team to move has any legal move. Stops at the first one found: the
         server asks this after every move (game end), where listing all moves is wasted work."""
-        if self._turn & 1:
-            own, opponent = self._two, self._one
-        else:
-            own, opponent = self._one, self._two
         geo = self._geo
-        probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
-        counts = self._counts
-        if counts is None:
+        if self._codes_one is None:
             # Without fish lists (they cost more than this): the line counts from the masks.
+            if self._turn & 1:
+                own, opponent = self._two, self._one
+            else:
+                own, opponent = self._one, self._two
+            probe = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
             occupied = own | opponent
             tables = geo.tables
             remaining = own
@@ -582,36 +655,45 @@ class GameState:
                     column, diagonal, row, anti,
                     up, up_right, right, down_right, down, down_left, left, up_left,
                 ) = tables[lowest.bit_length() - 1]  # type: ignore[misc]  # fmt: skip
-                along_column = (occupied & column).bit_count()
-                along_diagonal = (occupied & diagonal).bit_count()
-                along_row = (occupied & row).bit_count()
-                along_anti = (occupied & anti).bit_count()
-                if not (
-                    probe & up[along_column]
-                    and probe & up_right[along_diagonal]
-                    and probe & right[along_row]
-                    and probe & down_right[along_anti]
-                    and probe & down[along_column]
-                    and probe & down_left[along_diagonal]
-                    and probe & left[along_row]
-                    and probe & up_left[along_anti]
-                ):
+                # One line at a time, both its directions: the first line usually has one.
+                along = (occupied & column).bit_count()
+                if not (probe & up[along] and probe & down[along]):
+                    return True
+                along = (occupied & diagonal).bit_count()
+                if not (probe & up_right[along] and probe & down_left[along]):
+                    return True
+                along = (occupied & row).bit_count()
+                if not (probe & right[along] and probe & left[along]):
+                    return True
+                along = (occupied & anti).bit_count()
+                if not (probe & down_right[along] and probe & up_left[along]):
                     return True
             return False
+        if self._turn & 1:
+            codes, fish = self._codes_two, self._twos
+        else:
+            codes, fish = self._codes_one, self._ones
+        counts = self._counts
         for (
             _, line_column, line_diagonal, line_row, line_anti,
             up, up_right, right, down_right, down, down_left, left, up_left, _moves,
-        ) in self._twos if self._turn & 1 else self._ones:  # fmt: skip
-            # Counts read where used: the first direction is usually legal already.
+        ) in fish:  # fmt: skip
+            # Codes read where used: the first direction is usually legal already.
+            on_column = codes[line_column]
+            if not on_column & up[counts[line_column]]:
+                return True
+            on_diagonal = codes[line_diagonal]
+            if not on_diagonal & up_right[counts[line_diagonal]]:
+                return True
+            on_row = codes[line_row]
+            on_anti = codes[line_anti]
             if not (
-                probe & up[counts[line_column]]
-                and probe & up_right[counts[line_diagonal]]
-                and probe & right[counts[line_row]]
-                and probe & down_right[counts[line_anti]]
-                and probe & down[counts[line_column]]
-                and probe & down_left[counts[line_diagonal]]
-                and probe & left[counts[line_row]]
-                and probe & up_left[counts[line_anti]]
+                on_row & right[counts[line_row]]
+                and on_anti & down_right[counts[line_anti]]
+                and on_column & down[counts[line_column]]
+                and on_diagonal & down_left[counts[line_diagonal]]
+                and on_row & left[counts[line_row]]
+                and on_anti & up_left[counts[line_anti]]
             ):
                 return True
         return False

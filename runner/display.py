@@ -8,16 +8,6 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TextIO
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-
 
 class Display:
     """Where the runner's lines go. Plain: straight to `out`."""
@@ -53,6 +43,17 @@ class LiveDisplay(Display):
     live = True
 
     def __init__(self, out: TextIO, total: int, done: int = 0, label: str = "games") -> None:
+        # Imported here: rich is a sixth of the command's start-up, and only a terminal needs it.
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         super().__init__(out)
         self.console = Console(file=out, highlight=False)
         self.bar = Progress(

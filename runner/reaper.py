@@ -177,6 +177,8 @@ class BotReaper:
             start_new_session=True,
         )
         self._lock = threading.Lock()
+        # The players registered and not forgotten, by process id (see `_other`).
+        self._players: dict[int, ProcessPlayer] = {}
         _SUBREAPER.acquire()
         self._closed = False
 
@@ -189,10 +191,13 @@ class BotReaper:
 
     def register(self, player: ProcessPlayer) -> None:
         """Kill the player's group and token holders if this process dies before `forget`."""
+        self._players[player.pid] = player
         self._send(f"+ {player.pid} {player.token}\n")
 
     def forget(self, player: ProcessPlayer) -> None:
         """The player is gone (stopped, reaped, swept): its group id may be reused."""
+        if self._players.get(player.pid) is player:
+            del self._players[player.pid]
         self._send(f"- {player.pid} {player.token}\n")
 
     async def sweep(self, player: ProcessPlayer) -> int:
@@ -200,7 +205,11 @@ class BotReaper:
         many. Repeated until none is left: a killed child's own children come to us next."""
         swept = 0
         while True:
-            ours = [pid for pid in _children() if _belongs_to(pid, player)]
+            ours = [
+                pid
+                for pid in _children()
+                if not self._other(pid, player) and _belongs_to(pid, player)
+            ]
             if not ours:
                 return swept
             for pid in ours:
@@ -209,6 +218,15 @@ class BotReaper:
             for pid in ours:
                 await _reap(pid)
             swept += len(ours)
+
+    def _other(self, pid: int, player: ProcessPlayer) -> bool:
+        """Whether our child `pid` is surely no descendant of `player`: the companion, or
+        another registered player not reaped yet (so its process id is not reused). Most of
+        our children are the other games' bots; this spares reading their /proc entries."""
+        if pid == self._process.pid:
+            return True  # nothing reaps it but `close`
+        other = self._players.get(pid)
+        return other is not None and other is not player and other.returncode is None
 
     def close(self) -> None:
         """End the companion (it kills what is still registered) and the subreaper role."""

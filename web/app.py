@@ -11,7 +11,6 @@ import gc
 import json
 import random
 import secrets
-import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from importlib import resources
@@ -50,6 +49,7 @@ from web.auth import (
     same_origin,
     set_session_cookie,
 )
+from web.fanout import Broadcast, Snapshot, envelope, raw_socket
 from web.gate import AsyncGate, GateUnavailable, LocalGate, OpenGate
 from web.http import (
     PAGE_HEADERS,
@@ -98,6 +98,7 @@ class WebViewer:
         self.url = ""  # set once it listens
         self.viewers = 0  # open live sockets (each one task pair while open)
         self.sockets_by_address: dict[str, int] = {}
+        self._broadcasts: dict[Change, Broadcast] = {}  # by source, while anyone watches
         # A person may play without the admin password when only this machine can reach the
         # viewer: it listens on loopback and no proxy forwards others to it.
         self.open_play = is_loopback(settings.web_host) and not settings.web_trusted_proxies
@@ -351,7 +352,7 @@ class WebViewer:
         if await self._refused(websocket):
             return
         await websocket.accept()
-        await self._pump(websocket, self.hub.lobby, self.hub.lobby_json)
+        await self._watch(websocket, self.hub.lobby, self.hub.lobby_json)
 
     async def _refused(self, websocket: WebSocket) -> bool:
         """Over a WebSocket cap (total, per address): refused before the handshake (an HTTP
@@ -379,26 +380,41 @@ class WebViewer:
             await websocket.send_text(json.dumps({"missing": True}))
             await websocket.close()
             return
-        await self._pump(websocket, view.change, view.to_json)
+        await self._watch(websocket, view.change, view.to_json)
+
+    async def _watch(
+        self, websocket: WebSocket, change: Change, payload: Callable[[], str]
+    ) -> None:
+        """A watcher of `change`'s snapshots: one `web.fanout.Broadcast` per source renders
+        each snapshot once for all its watchers, at most `viewer_rate` times a second."""
+        broadcast = self._broadcasts.get(change)
+        if broadcast is None:
+            broadcast = Broadcast(change, payload, self.viewer_rate, self.spawn)
+            self._broadcasts[change] = broadcast
+        raw = raw_socket(websocket.scope)
+
+        async def send(snapshot: Snapshot) -> None:
+            await websocket.send_text(snapshot.text)
+
+        try:
+            await self._pump(websocket, partial(broadcast.serve, raw.send if raw else send))
+        finally:
+            if not broadcast.viewers and self._broadcasts.get(change) is broadcast:
+                del self._broadcasts[change]
 
     async def _pump(
         self,
         websocket: WebSocket,
-        change: Change,
-        payload: Callable[[], str],
+        sending: Callable[[], Awaitable[None]],
         on_message: Callable[[Any], Awaitable[None]] | None = None,
-        rate: float | None = None,
     ) -> None:
-        """Send the latest snapshot when it changed, at most `rate` (default `viewer_rate`)
-        times a second, until the viewer leaves (its receive side is watched, or its task
-        would leak)."""
+        """Run `sending` until the viewer leaves (its receive side is watched, or its task
+        would leak), counted against the WebSocket caps."""
         address = client_address(websocket)
         self.viewers += 1
         self.sockets_by_address[address] = self.sockets_by_address.get(address, 0) + 1
         try:
-            await self._pump_until_gone(
-                websocket, change, payload, on_message, rate or self.viewer_rate
-            )
+            await self._pump_until_gone(websocket, sending, on_message)
         finally:
             self.viewers -= 1
             left = self.sockets_by_address.pop(address, 1) - 1
@@ -408,10 +424,8 @@ class WebViewer:
     async def _pump_until_gone(
         self,
         websocket: WebSocket,
-        change: Change,
-        payload: Callable[[], str],
+        sending: Callable[[], Awaitable[None]],
         on_message: Callable[[Any], Awaitable[None]] | None,
-        rate: float,
     ) -> None:
         async with trio.open_nursery() as nursery:
 
@@ -436,21 +450,31 @@ class WebViewer:
                 nursery.cancel_scope.cancel()
 
             nursery.start_soon(receive)
-            interval = 1.0 / rate
-            # Each viewer looks for a change on its own clock, at a random phase, instead of
-            # waking on the change: a hundred viewers then never wake together right after a
-            # move, when the game's own messages must go out, and their sends spread evenly.
             try:
-                sent = change.version
-                await websocket.send_text(self._envelope(payload()))
-                await trio.sleep(random.uniform(0.0, interval))
-                while True:
-                    if change.version != sent:
-                        sent = change.version  # the latest snapshot, however many changes came
-                        await websocket.send_text(self._envelope(payload()))
-                    await trio.sleep(interval)
-            except (WebSocketDisconnect, RuntimeError, OSError):
+                await sending()
+            except (
+                WebSocketDisconnect,
+                RuntimeError,
+                OSError,
+                trio.BrokenResourceError,
+                trio.ClosedResourceError,
+            ):
                 nursery.cancel_scope.cancel()
+
+    async def _poll(
+        self, websocket: WebSocket, change: Change, payload: Callable[[], str], rate: float
+    ) -> None:
+        """One socket's own snapshots (a player's): the latest when it changed, at most `rate`
+        times a second."""
+        interval = 1.0 / rate
+        sent = change.version
+        await websocket.send_text(envelope(payload()))
+        await trio.sleep(random.uniform(0.0, interval))
+        while True:
+            if change.version != sent:
+                sent = change.version  # the latest snapshot, however many changes came
+                await websocket.send_text(envelope(payload()))
+            await trio.sleep(interval)
 
     # ------------------------------------------------------------------ admin
 
@@ -579,11 +603,7 @@ class WebViewer:
                 player.change.bump()
 
         # A person waits for the bot's answer: a faster rate than for watchers.
-        await self._pump(
-            websocket, player.change, partial(player_json, player), on_message, PLAYER_RATE
+        polling = partial(
+            self._poll, websocket, player.change, partial(player_json, player), PLAYER_RATE
         )
-
-    @staticmethod
-    def _envelope(payload: str) -> str:
-        # The server's wall clock lets the page show running clocks without clock skew.
-        return f'{{"now":{time.time():.3f},"data":{payload}}}'
+        await self._pump(websocket, polling, on_message)

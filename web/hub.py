@@ -4,7 +4,7 @@
 (plus the swarm sizes of one state) and bumps its version. Pages never get a
 message per event: they ask for the latest snapshot, at most a few times a second, and the
 JSON of a snapshot is built once per change however many pages watch it (bench/viewer.py
-measures what a hundred viewers cost the game).
+measures what 500 viewers cost the game); `web.fanout` frames it once for all of them).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ KEEP_FINISHED = 50
 
 class Change:
     """A version counter: pages compare it with the version they last sent (latest state
-    wins; nobody is woken per change, see `web.app.WebViewer._pump`)."""
+    wins; nobody is woken per change, see `web.fanout.Broadcast`)."""
 
     def __init__(self) -> None:
         self.version = 0

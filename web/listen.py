@@ -20,6 +20,7 @@ from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 
 from server.limits import Episode, address_key, is_loopback
+from web.fanout import RAW_CONNECTION
 
 log = structlog.get_logger("web.listen")
 
@@ -106,7 +107,12 @@ async def serve(
             await trio.aclose_forcefully(stream)
             return
         try:
-            await TCPServer(wrapped, config, context, {}, stream)  # type: ignore[arg-type]
+            # The connection's state reaches the app's scope: `web.fanout` writes the live
+            # snapshots' frames to the stream itself, under the server's send lock.
+            state: dict[str, Any] = {}
+            server = TCPServer(wrapped, config, context, state, stream)  # type: ignore[arg-type]
+            state[RAW_CONNECTION] = server
+            await server
         finally:
             admission.release(peer)
 

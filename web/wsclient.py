@@ -4,6 +4,7 @@ watch the viewer's live snapshots without a browser."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import trio
@@ -16,6 +17,7 @@ from wsproto.events import (
     Request,
     TextMessage,
 )
+from wsproto.extensions import Extension
 
 
 class WebSocketClosed(Exception):
@@ -33,16 +35,29 @@ class WsClient:
 
     @classmethod
     async def connect(
-        cls, host: str, port: int, path: str, cookie: str | None = None, origin: str | None = None
+        cls,
+        host: str,
+        port: int,
+        path: str,
+        cookie: str | None = None,
+        origin: str | None = None,
+        extensions: Sequence[Extension] = (),
     ) -> WsClient:
-        """Open the socket at ws://host:port/path (with a session cookie and an Origin header
-        if given)."""
+        """Open the socket at ws://host:port/path (with a session cookie, an Origin header and
+        the offer of `extensions`, e.g. permessage-deflate as browsers offer it, if given)."""
         client = cls(await trio.open_tcp_stream(host, port))
         headers = [(b"cookie", cookie.encode())] if cookie else []
         if origin:
             headers.append((b"origin", origin.encode()))
         await client.stream.send_all(
-            client.ws.send(Request(host=f"{host}:{port}", target=path, extra_headers=headers))
+            client.ws.send(
+                Request(
+                    host=f"{host}:{port}",
+                    target=path,
+                    extra_headers=headers,
+                    extensions=list(extensions),
+                )
+            )
         )
         while True:
             for event in await client._events():

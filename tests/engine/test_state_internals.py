@@ -55,26 +55,47 @@ def from_scratch(state: GameState) -> GameState:
 
 @settings(max_examples=100, deadline=None)
 @given(state=positions())
-def test_derived_fish_lists_and_counts_equal_the_ones_from_the_bitboards(
+def test_derived_fish_lists_and_line_codes_equal_the_ones_from_the_bitboards(
     state: GameState,
 ) -> None:
     fresh = from_scratch(state)
     assert state.legal_moves() == fresh.legal_moves()
-    assert (state._ones, state._twos, state._counts) == (fresh._ones, fresh._twos, fresh._counts)
+    assert (state._ones, state._twos, state._codes_one, state._codes_two, state._counts) == (
+        fresh._ones,
+        fresh._twos,
+        fresh._codes_one,
+        fresh._codes_two,
+        fresh._counts,
+    )
     geo = geometry(state.width, state.height)
     for team_mask, fish in ((state._one, state._ones), (state._two, state._twos)):
-        # Row-major, one entry per fish; the counts are the fish on each line.
+        # Row-major, one entry per fish.
         assert [entry[0] for entry in fish] == sorted(
             index for index in geo.squares if team_mask >> index & 1
         )
+    # Each line's code, field by field: bit 0, own fish or squid in the own half, the other
+    # team's fish in the opponent's half; its count: the fish on the line.
+    expected = {team: [1] * geo.line_count for team in (0, 1)}
+    counts = [0] * geo.line_count
     occupied = state._one | state._two
-    counts = state._counts
-    assert counts is not None
     for index in geo.squares:
-        entry = geo.entries[index]
-        assert entry is not None
-        for line_id, line_mask in zip(entry[1:5], geo.lines[index], strict=True):
-            assert counts[line_id] == (occupied & line_mask).bit_count()
+        deltas = geo.line_deltas[index]
+        assert deltas is not None
+        bit = 1 << index
+        for k, line_mask in enumerate(geo.lines[index]):
+            line, own_bit, other_bit = deltas[k], deltas[4 + k], deltas[8 + k]
+            assert own_bit.bit_count() == other_bit.bit_count() == 1
+            assert 1 < own_bit < 1 << geo.opponent_shift <= other_bit < 1 << 30
+            assert deltas[12 + k] == own_bit - other_bit
+            counts[line] = (occupied & line_mask).bit_count()
+            for team, (own, other) in enumerate(
+                ((state._one, state._two), (state._two, state._one))
+            ):
+                if bit & (own | state._squid):
+                    expected[team][line] |= own_bit
+                if bit & other:
+                    expected[team][line] |= other_bit
+    assert (state._codes_one, state._codes_two, state._counts) == (expected[0], expected[1], counts)
 
 
 @settings(max_examples=100, deadline=None)

@@ -157,3 +157,32 @@ async def test_a_sweep_takes_its_own_players_children_only(tmp_path: Path) -> No
             assert not alive(children["two"])
         finally:
             kill_leftovers(list(children.values()))
+
+
+async def test_a_sweep_skips_only_processes_that_cannot_be_the_players(tmp_path: Path) -> None:
+    """The sweep leaves the /proc entries of the companion and of other registered bots that
+    still run unread; a bot that has ended (its process id may be reused) or the swept
+    player itself are checked as any other child."""
+    with BotReaper() as reaper:
+        # sh ignores the contest options the launcher appends (sleep would refuse them).
+        launcher = ReapedLauncher(ProcessLauncher(["sh", "-c", "sleep 30"]), reaper)
+        one = await launcher.launch("one", "127.0.0.1", 1, "-", tmp_path / "one.log")
+        two = await launcher.launch("two", "127.0.0.1", 1, "-", tmp_path / "two.log")
+        try:
+            companion = reaper._process.pid
+            assert reaper._other(companion, one.player)
+            assert reaper._other(two.player.pid, one.player)
+            assert not reaper._other(one.player.pid, one.player)
+            assert not reaper._other(os.getpid(), one.player)  # not a registered player
+            ended = await ReapedLauncher(ProcessLauncher(["true"]), reaper).launch(
+                "ended", "127.0.0.1", 1, "-", tmp_path / "ended.log"
+            )
+            with trio.fail_after(10):
+                await ended.wait()
+            assert not reaper._other(ended.player.pid, one.player)  # registered, but ended
+            await ended.stop()
+            await two.stop()
+            assert not reaper._other(two.player.pid, one.player)  # forgotten
+        finally:
+            await one.stop()
+            await two.stop()

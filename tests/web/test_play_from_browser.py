@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from engine import GameState
+from protocol.replay import read_replay
 from server.config import Settings
 from tests.helpers.process import TEST_BOTS
 
@@ -175,3 +176,72 @@ async def test_play_from_a_position_whose_last_move_cannot_have_led_there_says_w
         # Nothing was started, and the page stays where it was.
         assert not running.viewer.humans and not running.viewer.hub.games
         assert "/replays" in await browser.run(lambda: page.url)
+
+
+async def test_the_play_page_lists_the_moves_looks_back_flips_and_downloads(
+    running: Running, browser: BrowserThread
+) -> None:
+    states, _ = random_game(seed=21)
+    path = replay_file(running.viewer.settings.replay_dir, states)
+    with trio.fail_after(60):
+        page = await browser.new_page()
+        await browser.run(lambda: page.goto(f"{running.url}/replays#file={path.name}&turn=0"))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="0"]'))
+        await browser.run(
+            lambda: page.wait_for_selector('#play-bot option[value="quick"]', state="attached")
+        )
+        await browser.run(lambda: page.select_option("#play-bot", "quick"))
+        await browser.run(lambda: page.click("#play-here"))
+        # Two moves of the person by clicks, the bot answering each.
+        for turn in (0, 2):
+            shown = f'svg#board[data-turn="{turn}"][data-my-turn="1"]'
+            await browser.run(page.wait_for_selector, shown)
+            await browser.run(lambda: page.click("g.cell.selectable"))
+            await browser.run(lambda: page.click("g.cell.target"))
+        await browser.run(
+            lambda: page.wait_for_selector('svg#board[data-turn="4"][data-my-turn="1"]')
+        )
+        (player,) = running.viewer.humans.values()
+        assert player.room_id is not None
+        played = running.viewer.hub.games[player.room_id].states
+        # The list names the four moves played, in order.
+        await browser.run(lambda: page.wait_for_selector('#move-list tr.move[data-index="4"]'))
+        rows = await browser.run(
+            lambda: page.eval_on_selector_all(
+                "#move-list tr.move", "rows => rows.map(r => r.children[2].textContent)"
+            )
+        )
+        assert rows == [str(state.last_move) for state in played[1:5]]
+        # A click on the first move shows the position after it; no move is possible there.
+        await browser.run(lambda: page.click('#move-list tr[data-index="1"]'))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="1"]'))
+        assert await browser.run(lambda: dom_board(page)) == engine_board(played[1])
+        assert await browser.run(lambda: page.query_selector("g.cell.selectable")) is None
+        await browser.run(lambda: page.click('g.cell[data-field^="ONE_"]'))
+        why = await browser.run(lambda: page.text_content("#why"))
+        assert why is not None and "earlier position" in why
+        assert player.state is not None and player.state.turn == 4 and player.my_turn
+        # A key steps on; back to the current position, where moves are offered again.
+        await browser.run(page.keyboard.press, "ArrowRight")
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="2"]'))
+        assert await browser.run(lambda: dom_board(page)) == engine_board(played[2])
+        await browser.run(lambda: page.click("#current"))
+        await browser.run(
+            lambda: page.wait_for_selector('svg#board[data-turn="4"][data-my-turn="1"]')
+        )
+        assert await browser.run(lambda: page.query_selector("g.cell.selectable")) is not None
+        # Flipped: the same fields turned by 180°.
+        await browser.run(lambda: page.click("#flip"))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-flipped="1"]'))
+        assert await browser.run(lambda: dom_board(page)) == engine_board(player.state)
+
+        # The download is the game so far as an official replay: the room's states.
+        def download() -> bytes:
+            with page.expect_download() as started:
+                page.click("#download")
+            return Path(started.value.path()).read_bytes()
+
+        assert read_replay(await browser.run(download)).states == played[:5]
+        await running.viewer._cancel_room(player.room_id)
+        while running.viewer.play.games:
+            await trio.sleep(0.01)
