@@ -11,7 +11,9 @@ Move ordering: the best move of the previous iteration (root) or of the transpos
 heuristic. The table is keyed by the board, the turn and first_union (`bitboards()`), not by
 the last move, so transpositions meet. Leaves are scored by `bots.evaluation`'s
 `evaluate_for_one`, cached by board; final positions by the engine's own game end and winner
-rules (`is_over`, `current_winner`), round limit included.
+rules (`is_over`, `current_winner`), round limit included. With `quiescence=K` (off by
+default, for both `choose` and `analyse`) the captures at the leaves are played out first, K
+plies of them, standing pat allowed: an option measured for the analysis (docs/analysis.md).
 
 `bots.search_v1` keeps the search as it was before (the `search-v1` bot) to measure this one
 against it.
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 
 from bots.evaluation import evaluate_for_one
 from engine import ROUND_LIMIT, GameState, Move, Team
+from engine.geometry import geometry
 
 WIN = 1_000_000
 """A won final position scores WIN - turn (quicker wins are better); heuristics stay far below."""
@@ -100,7 +103,9 @@ class SearchBot:
     best move of the deepest finished iteration (or a better one found by the unfinished one).
 
     `max_depth` and `max_nodes` bound the search independently of the clock: with
-    `max_nodes` and an ample budget the bot plays reproducibly (tests, benches)."""
+    `max_nodes` and an ample budget the bot plays reproducibly (tests, benches).
+    `quiescence`: plies of captures played out at the leaves, each capture counted as a node
+    (0, the default: none, the search as it was)."""
 
     name = "search"
 
@@ -111,11 +116,15 @@ class SearchBot:
         max_depth: int | None = None,
         max_nodes: int | None = None,
         transposition_table: bool = True,
+        quiescence: int = 0,
     ) -> None:
         self._rng = random.Random(seed)
         self.max_depth = max_depth
         self.max_nodes = max_nodes
         self._use_table = transposition_table
+        if quiescence < 0:
+            raise ValueError(f"quiescence must be 0 or more plies, got {quiescence}")
+        self.quiescence = quiescence
         self._table: dict[_Key, tuple[int, int, int, Move | None]] = {}
         self._evaluations: dict[tuple[int, int, int, int], int] = {}
         self._history: dict[Move, int] = {}
@@ -322,6 +331,8 @@ class SearchBot:
             if not (
                 state.turn & 1 and (state.is_connected(Team.ONE) or state.is_connected(Team.TWO))
             ):
+                if self.quiescence:
+                    return self._quiesce(state, alpha, beta, self.quiescence)
                 return self._evaluate(state)
             depth = 1
 
@@ -369,6 +380,41 @@ class SearchBot:
             self._table[key] = (depth, best, bound, best_move)
         return best
 
+    def _quiesce(self, state: GameState, alpha: int, beta: int, left: int) -> int:
+        """The value of the leaf `state` for the team to move once the captures are played
+        out: it may stand pat on the evaluation or capture, up to `left` plies of captures
+        (fail-soft). A capture takes a fish (1-3 swarm points) at once, far more than any
+        depth-to-depth change of the evaluation, so a leaf that leaves one hanging is scored
+        as if it were taken."""
+        stand = self._evaluate(state)
+        if left <= 0 or stand >= beta:
+            return stand
+        best = stand
+        if stand > alpha:
+            alpha = stand
+        for move in _captures(state):
+            self._nodes += 1
+            if self._nodes > self._node_limit or (
+                not self._nodes % _CLOCK_EVERY and time.perf_counter() > self._deadline
+            ):
+                raise _Stop
+            child = state.apply(move)
+            if child.is_over:
+                score = -final_score(child)
+            elif child.turn & 1 and (child.is_connected(Team.ONE) or child.is_connected(Team.TWO)):
+                # A union after ONE's capture: the game ends after the reply, which the
+                # static evaluation cannot see; score it as it stands.
+                score = -self._evaluate(child)
+            else:
+                score = -self._quiesce(child, -beta, -alpha, left - 1)
+            if score > best:
+                best = score
+                if score > alpha:
+                    alpha = score
+                    if alpha >= beta:
+                        break
+        return best
+
     def _children(
         self, state: GameState, table_move: Move | None, ply: int
     ) -> Iterator[tuple[Move, GameState]]:
@@ -399,6 +445,37 @@ class SearchBot:
         keyed.sort(key=lambda entry: entry[0], reverse=True)
         for _, move, child in keyed:
             yield move, child
+
+
+def _captures(state: GameState) -> list[Move]:
+    """The legal moves of the team to move that land on an opponent's fish, the heaviest
+    capture first, read from the bit masks and the engine's move tables (no move list)."""
+    geo = geometry(state.width, state.height)
+    one, two, squid, ge2, ge3 = state.bitboards()
+    own, opponent = (two, one) if state.turn & 1 else (one, two)
+    occupied = one | two
+    shift = geo.check_shift
+    # The engine's legality test (engine.geometry): a move is legal iff not probe & check.
+    probe = 1 | (opponent << 1) | ((own | squid) << shift)
+    axes = geo.axes
+    found: list[tuple[int, Move]] = []
+    remaining = own
+    while remaining:
+        low = remaining & -remaining
+        remaining ^= low
+        index = low.bit_length() - 1
+        lines = geo.lines[index]
+        checks = geo.checks[index]
+        moves = geo.moves[index]
+        assert moves is not None
+        for direction in range(8):
+            check = checks[direction][(occupied & lines[axes[direction]]).bit_count()]
+            target = check >> shift
+            if target & opponent and not probe & check:
+                weight = 1 + bool(target & ge2) + bool(target & ge3)
+                found.append((weight, moves[direction]))
+    found.sort(key=lambda entry: entry[0], reverse=True)
+    return [move for _, move in found]
 
 
 def final_score(state: GameState) -> int:
