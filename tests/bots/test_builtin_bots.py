@@ -13,6 +13,7 @@ from bots import BOT_NAMES, GreedyBot, RandomBot, SearchBot, make_bot
 from bots.evaluation import _tightest_spread, evaluate, team_features
 from bots.search import WIN, final_score
 from engine import GameState, Move, Team
+from tests.helpers.positions import positions, reachable
 
 # TWO to move (odd turn); exactly one of its moves unites its swarm and wins at once.
 WIN_IN_ONE = [
@@ -48,22 +49,6 @@ LAST_MOVE = [
 def wins_now(state: GameState, team: Team) -> bool:
     outcome = state.outcome()
     return outcome is not None and outcome.winner is team
-
-
-def reachable(seed: int, plies: int) -> GameState:
-    """The position after up to `plies` random moves from a seeded start board."""
-    chooser = RandomBot(seed)
-    state = GameState.initial(seed)
-    for _ in range(plies):
-        if state.is_over:
-            break
-        state = state.apply(chooser.choose(state, 0.0))
-    return state
-
-
-positions = st.builds(
-    reachable, st.integers(min_value=0, max_value=10_000), st.integers(min_value=0, max_value=59)
-)
 
 
 def test_make_bot_builds_each_bot_by_name() -> None:

@@ -8,25 +8,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bots.evaluation import evaluate
-from bots.players import RandomBot
 from bots.search import SearchBot, _captures, final_score
 from engine import GameState, Team
-
-
-def reachable(seed: int, plies: int) -> GameState:
-    """The position after up to `plies` random moves from a seeded start board."""
-    chooser = RandomBot(seed)
-    state = GameState.initial(seed)
-    for _ in range(plies):
-        if state.is_over:
-            break
-        state = state.apply(chooser.choose(state, 0.0))
-    return state
-
-
-positions = st.builds(
-    reachable, st.integers(min_value=0, max_value=10_000), st.integers(min_value=0, max_value=59)
-)
+from tests.helpers.positions import positions, reachable
 
 
 def weight(state: GameState, team: Team) -> int:
