@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -133,17 +134,27 @@ def test_search_plays_for_the_round_limit_winner() -> None:
     assert SearchBot(0).choose(state, 5.0) == winning[0]
 
 
+def _waited_for_a_cpu() -> float:
+    """Seconds this thread has spent runnable but waiting for a CPU (Linux schedstat)."""
+    fields = Path("/proc/thread-self/schedstat").read_text().split()
+    return int(fields[1]) / 1e9
+
+
 @pytest.mark.parametrize(("seed", "plies", "budget"), [(1, 0, 0.05), (2, 20, 0.2), (3, 41, 0.3)])
 def test_search_answers_within_its_budget(seed: int, plies: int, budget: float) -> None:
-    # The budget is the bot's contract with a real clock, so it is measured with one; the
-    # slack is generous because the test machine may be busy.
+    # The budget is the bot's contract with a real clock, so it is measured with one, less
+    # the time the thread was ready but given no CPU (a loaded machine's 2 cores shared by
+    # dozens of processes): that time is the machine's, not the bot's. A bot that searches
+    # or sleeps past its budget still fails.
     state = reachable(seed, plies)
     bot = SearchBot(seed)
+    waited = _waited_for_a_cpu()
     started = time.perf_counter()
     move = bot.choose(state, budget)
     elapsed = time.perf_counter() - started
+    waited = _waited_for_a_cpu() - waited
     assert move in state.legal_moves()
-    assert elapsed < budget + 0.1
+    assert elapsed - waited < budget + 0.1, (elapsed, waited)
     assert bot.last is not None and bot.last.seconds <= elapsed
 
 
