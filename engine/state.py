@@ -637,8 +637,11 @@ class GameState:
     def has_legal_move(self) -> bool:
         """Whether the team to move has any legal move. Stops at the first one found: the
         server asks this after every move (game end), where listing all moves is wasted work."""
-        geo = self._geo
         if self._codes_one is None:
+            source = self._source
+            if source is not None and not source[3] and self._parent_has_legal_move(source):
+                return True
+            geo = self._geo
             # Without fish lists (they cost more than this): the line counts from the masks.
             if self._turn & 1:
                 own, opponent = self._two, self._one
@@ -696,6 +699,50 @@ class GameState:
                 and on_anti & up_left[counts[line_anti]]
             ):
                 return True
+        return False
+
+    @staticmethod
+    def _parent_has_legal_move(source: tuple[GameState, FishEntry, FishEntry, int]) -> bool:
+        """True if the team to move after the parent's move without a capture has a legal
+        move on a line the move left alone (False = none found there, not: none at all).
+        Such a line has the same fish and code as in the parent, whose lists exist: no
+        derivation and no whole-board masks (a playout and the search's leaves ask is_over
+        of every child)."""
+        parent, start, target, _ = source
+        if parent._turn & 1:
+            codes, fish = parent._codes_one, parent._ones
+        else:
+            codes, fish = parent._codes_two, parent._twos
+        assert codes is not None  # a source's parent has its lists
+        counts = parent._counts
+        # Line ids differ between the axes: a fish's column can only be the start's or the
+        # target's column, and so on.
+        start_column, start_diagonal, start_row, start_anti = start[1:5]
+        target_column, target_diagonal, target_row, target_anti = target[1:5]
+        for (
+            _, column, diagonal, row, anti,
+            up, up_right, right, down_right, down, down_left, left, up_left, _moves,
+        ) in fish:  # fmt: skip
+            if column != start_column and column != target_column:
+                on = codes[column]
+                along = counts[column]
+                if not (on & up[along] and on & down[along]):
+                    return True
+            if diagonal != start_diagonal and diagonal != target_diagonal:
+                on = codes[diagonal]
+                along = counts[diagonal]
+                if not (on & up_right[along] and on & down_left[along]):
+                    return True
+            if row != start_row and row != target_row:
+                on = codes[row]
+                along = counts[row]
+                if not (on & right[along] and on & left[along]):
+                    return True
+            if anti != start_anti and anti != target_anti:
+                on = codes[anti]
+                along = counts[anti]
+                if not (on & down_right[along] and on & up_left[along]):
+                    return True
         return False
 
     # ---- swarms --------------------------------------------------------------------
