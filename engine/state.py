@@ -604,33 +604,30 @@ class GameState:
         legal: list[Move] = []
         append = legal.append
         # Unrolled over the eight directions (enum order): this loop is the engine's hot path.
-        for (
-            _, column, diagonal, row, anti,
-            up, up_right, right, down_right, down, down_left, left, up_left, moves,
-        ) in fish:  # fmt: skip
+        for _, column, diagonal, row, anti, by_column, by_diagonal, by_row, by_anti, moves in fish:
             on_column = codes[column]
+            up, down = by_column[counts[column]]
             on_diagonal = codes[diagonal]
+            up_right, down_left = by_diagonal[counts[diagonal]]
             on_row = codes[row]
+            right, left = by_row[counts[row]]
             on_anti = codes[anti]
-            along_column = counts[column]
-            along_diagonal = counts[diagonal]
-            along_row = counts[row]
-            along_anti = counts[anti]
-            if not on_column & up[along_column]:
+            down_right, up_left = by_anti[counts[anti]]
+            if not on_column & up:
                 append(moves[0])
-            if not on_diagonal & up_right[along_diagonal]:
+            if not on_diagonal & up_right:
                 append(moves[1])
-            if not on_row & right[along_row]:
+            if not on_row & right:
                 append(moves[2])
-            if not on_anti & down_right[along_anti]:
+            if not on_anti & down_right:
                 append(moves[3])
-            if not on_column & down[along_column]:
+            if not on_column & down:
                 append(moves[4])
-            if not on_diagonal & down_left[along_diagonal]:
+            if not on_diagonal & down_left:
                 append(moves[5])
-            if not on_row & left[along_row]:
+            if not on_row & left:
                 append(moves[6])
-            if not on_anti & up_left[along_anti]:
+            if not on_anti & up_left:
                 append(moves[7])
         return legal
 
@@ -639,7 +636,7 @@ class GameState:
         server asks this after every move (game end), where listing all moves is wasted work."""
         if self._codes_one is None:
             source = self._source
-            if source is not None and not source[3] and self._parent_has_legal_move(source):
+            if source is not None and not source[3] and _parent_has_legal_move(source):
                 return True
             geo = self._geo
             # Without fish lists (they cost more than this): the line counts from the masks.
@@ -677,72 +674,24 @@ class GameState:
         else:
             codes, fish = self._codes_one, self._ones
         counts = self._counts
-        for (
-            _, line_column, line_diagonal, line_row, line_anti,
-            up, up_right, right, down_right, down, down_left, left, up_left, _moves,
-        ) in fish:  # fmt: skip
-            # Codes read where used: the first direction is usually legal already.
-            on_column = codes[line_column]
-            if not on_column & up[counts[line_column]]:
+        for _, column, diagonal, row, anti, by_column, by_diagonal, by_row, by_anti, _ in fish:
+            # Line by line, both directions: the first line usually has a legal move.
+            on = codes[column]
+            up, down = by_column[counts[column]]
+            if not (on & up and on & down):
                 return True
-            on_diagonal = codes[line_diagonal]
-            if not on_diagonal & up_right[counts[line_diagonal]]:
+            on = codes[diagonal]
+            up_right, down_left = by_diagonal[counts[diagonal]]
+            if not (on & up_right and on & down_left):
                 return True
-            on_row = codes[line_row]
-            on_anti = codes[line_anti]
-            if not (
-                on_row & right[counts[line_row]]
-                and on_anti & down_right[counts[line_anti]]
-                and on_column & down[counts[line_column]]
-                and on_diagonal & down_left[counts[line_diagonal]]
-                and on_row & left[counts[line_row]]
-                and on_anti & up_left[counts[line_anti]]
-            ):
+            on = codes[row]
+            right, left = by_row[counts[row]]
+            if not (on & right and on & left):
                 return True
-        return False
-
-    @staticmethod
-    def _parent_has_legal_move(source: tuple[GameState, FishEntry, FishEntry, int]) -> bool:
-        """True if the team to move after the parent's move without a capture has a legal
-        move on a line the move left alone (False = none found there, not: none at all).
-        Such a line has the same fish and code as in the parent, whose lists exist: no
-        derivation and no whole-board masks (a playout and the search's leaves ask is_over
-        of every child)."""
-        parent, start, target, _ = source
-        if parent._turn & 1:
-            codes, fish = parent._codes_one, parent._ones
-        else:
-            codes, fish = parent._codes_two, parent._twos
-        assert codes is not None  # a source's parent has its lists
-        counts = parent._counts
-        # Line ids differ between the axes: a fish's column can only be the start's or the
-        # target's column, and so on.
-        start_column, start_diagonal, start_row, start_anti = start[1:5]
-        target_column, target_diagonal, target_row, target_anti = target[1:5]
-        for (
-            _, column, diagonal, row, anti,
-            up, up_right, right, down_right, down, down_left, left, up_left, _moves,
-        ) in fish:  # fmt: skip
-            if column != start_column and column != target_column:
-                on = codes[column]
-                along = counts[column]
-                if not (on & up[along] and on & down[along]):
-                    return True
-            if diagonal != start_diagonal and diagonal != target_diagonal:
-                on = codes[diagonal]
-                along = counts[diagonal]
-                if not (on & up_right[along] and on & down_left[along]):
-                    return True
-            if row != start_row and row != target_row:
-                on = codes[row]
-                along = counts[row]
-                if not (on & right[along] and on & left[along]):
-                    return True
-            if anti != start_anti and anti != target_anti:
-                on = codes[anti]
-                along = counts[anti]
-                if not (on & down_right[along] and on & up_left[along]):
-                    return True
+            on = codes[anti]
+            down_right, up_left = by_anti[counts[anti]]
+            if not (on & down_right and on & up_left):
+                return True
         return False
 
     # ---- swarms --------------------------------------------------------------------
@@ -867,6 +816,47 @@ class GameState:
             lines.append(f"{y:>2} {cells}")
         lines.append("   " + " ".join(f"{x:>2}" for x in range(self.width)))
         return "\n".join(lines)
+
+
+def _parent_has_legal_move(source: tuple[GameState, FishEntry, FishEntry, int]) -> bool:
+    """True if the team to move after the parent's move without a capture has a legal
+    move on a line the move left alone (False = none found there, not: none at all).
+    Such a line has the same fish and code as in the parent, whose lists exist: no
+    derivation and no whole-board masks (a playout and the search's leaves ask is_over
+    of every child)."""
+    parent, start, target, _ = source
+    if parent._turn & 1:
+        codes, fish = parent._codes_one, parent._ones
+    else:
+        codes, fish = parent._codes_two, parent._twos
+    assert codes is not None  # a source's parent has its lists
+    counts = parent._counts
+    # Line ids differ between the axes: a fish's column can only be the start's or the
+    # target's column, and so on.
+    start_column, start_diagonal, start_row, start_anti = start[1:5]
+    target_column, target_diagonal, target_row, target_anti = target[1:5]
+    for _, column, diagonal, row, anti, by_column, by_diagonal, by_row, by_anti, _ in fish:
+        if column != start_column and column != target_column:
+            on = codes[column]
+            up, down = by_column[counts[column]]
+            if not (on & up and on & down):
+                return True
+        if diagonal != start_diagonal and diagonal != target_diagonal:
+            on = codes[diagonal]
+            up_right, down_left = by_diagonal[counts[diagonal]]
+            if not (on & up_right and on & down_left):
+                return True
+        if row != start_row and row != target_row:
+            on = codes[row]
+            right, left = by_row[counts[row]]
+            if not (on & right and on & left):
+                return True
+        if anti != start_anti and anti != target_anti:
+            on = codes[anti]
+            down_right, up_left = by_anti[counts[anti]]
+            if not (on & down_right and on & up_left):
+                return True
+    return False
 
 
 _ONE_BIT, _TWO_BIT, _SQUID_BIT, _GE2_BIT, _GE3_BIT = 1, 2, 4, 8, 16
