@@ -502,18 +502,26 @@ class GameState:
                 (0, self._one, codes_one, codes_two),
                 (1, self._two, codes_two, codes_one),
             ):
+                append = fish_lists[team].append
+                # Unrolled over the four lines (every game's first listing makes them here).
                 while mask:
                     low = mask & -mask
                     mask ^= low
                     index = low.bit_length() - 1
-                    entry = entries[index]
-                    found = deltas[index]
-                    assert entry is not None and found is not None
-                    fish_lists[team].append(entry)
-                    for line, own, other in zip(found[0:4], found[4:8], found[8:12], strict=True):
-                        mine[line] += own
-                        theirs[line] += other
-                        counts[line] += 1
+                    append(entries[index])  # type: ignore[arg-type]  # a fish's field
+                    a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, _, _, _, _ = deltas[index]  # type: ignore[misc]
+                    mine[a] += xa
+                    mine[b] += xb
+                    mine[c] += xc
+                    mine[d] += xd
+                    theirs[a] += ya
+                    theirs[b] += yb
+                    theirs[c] += yc
+                    theirs[d] += yd
+                    counts[a] += 1
+                    counts[b] += 1
+                    counts[c] += 1
+                    counts[d] += 1
             self._counts = counts
             self._ones, self._twos = fish_lists
             self._codes_two = codes_two
