@@ -147,6 +147,7 @@ class WebViewer:
         self.game_port = game_port
         config = hypercorn.config.Config()
         config.accesslog = None  # request lines could carry tokens; errors still log
+        config.errorlog = listen.error_logger()
         config.include_server_header = False
         config.graceful_timeout = 1.0
         config.websocket_max_message_size = WS_MAX_MESSAGE

@@ -109,8 +109,8 @@ Moves.wireAnalyse(async () => {
   const replay = await fetch(replayUrl());
   if (!replay.ok) throw new Error("the game is not available: " + replay.statusText);
   return await replay.blob();
-}, async (done) => {
-  analysis = done;
+}, async (doc) => {
+  analysis = doc;
   await refresh();
   applyAnalysis();
   render();
