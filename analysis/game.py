@@ -21,9 +21,9 @@ from bots.search import RootAnalysis, SearchBot
 from engine import FieldState, GameState, Move, Team
 
 DEFAULT_NODES = 12_000
-"""Nodes per position by default: a 60-move game in 13.3 s of CPU on one core (mean depth
-3.5; `python -m bench.analysis`, docs/analysis.md has the figures for other settings and how
-often the marks agree with 8× the nodes)."""
+"""Nodes per position by default (twice that for the positions the second look picks): a
+60-move game in 23–29 s of CPU on one core at load 17–22 (`python -m bench.analysis`;
+docs/analysis.md has the figures and how often the marks agree with 8× the nodes)."""
 CHAIN = 1
 """Positions analysed in a row by one search, each starting from the table the one before
 left. 1: every position on a fresh table — chains of 10 agreed worse with 8× the nodes
@@ -263,7 +263,7 @@ SECOND_LOOK = (0.03, 0.20)
 """A move whose loss at either of the two deepest completed depths is in [low, high) — near the
 mistake threshold (model.MISTAKE, 0.10), where one more depth often moves it across — is
 searched on to SECOND_LOOK_FACTOR × the nodes (docs/analysis.md: with it the marks at 12 000
-nodes agree with 8× the nodes on 91–92 % of the `?`/`??`, against 87 % without)."""
+nodes find 92 % of the `?`/`??` of a plain search at 8× the nodes, against 87 % without)."""
 SECOND_LOOK_FACTOR = 2
 
 
