@@ -502,18 +502,26 @@ class GameState:
                 (0, self._one, codes_one, codes_two),
                 (1, self._two, codes_two, codes_one),
             ):
+                append = fish_lists[team].append
+                # Unrolled over the four lines (every game's first listing makes them here).
                 while mask:
                     low = mask & -mask
                     mask ^= low
                     index = low.bit_length() - 1
-                    entry = entries[index]
-                    found = deltas[index]
-                    assert entry is not None and found is not None
-                    fish_lists[team].append(entry)
-                    for line, own, other in zip(found[0:4], found[4:8], found[8:12], strict=True):
-                        mine[line] += own
-                        theirs[line] += other
-                        counts[line] += 1
+                    append(entries[index])  # type: ignore[arg-type]  # a fish's field
+                    a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, _, _, _, _ = deltas[index]  # type: ignore[misc]
+                    mine[a] += xa
+                    mine[b] += xb
+                    mine[c] += xc
+                    mine[d] += xd
+                    theirs[a] += ya
+                    theirs[b] += yb
+                    theirs[c] += yc
+                    theirs[d] += yd
+                    counts[a] += 1
+                    counts[b] += 1
+                    counts[c] += 1
+                    counts[d] += 1
             self._counts = counts
             self._ones, self._twos = fish_lists
             self._codes_two = codes_two
@@ -604,41 +612,41 @@ class GameState:
         legal: list[Move] = []
         append = legal.append
         # Unrolled over the eight directions (enum order): this loop is the engine's hot path.
-        for (
-            _, column, diagonal, row, anti,
-            up, up_right, right, down_right, down, down_left, left, up_left, moves,
-        ) in fish:  # fmt: skip
+        for _, column, diagonal, row, anti, by_column, by_diagonal, by_row, by_anti, moves in fish:
             on_column = codes[column]
+            up, down = by_column[counts[column]]
             on_diagonal = codes[diagonal]
+            up_right, down_left = by_diagonal[counts[diagonal]]
             on_row = codes[row]
+            right, left = by_row[counts[row]]
             on_anti = codes[anti]
-            along_column = counts[column]
-            along_diagonal = counts[diagonal]
-            along_row = counts[row]
-            along_anti = counts[anti]
-            if not on_column & up[along_column]:
+            down_right, up_left = by_anti[counts[anti]]
+            if not on_column & up:
                 append(moves[0])
-            if not on_diagonal & up_right[along_diagonal]:
+            if not on_diagonal & up_right:
                 append(moves[1])
-            if not on_row & right[along_row]:
+            if not on_row & right:
                 append(moves[2])
-            if not on_anti & down_right[along_anti]:
+            if not on_anti & down_right:
                 append(moves[3])
-            if not on_column & down[along_column]:
+            if not on_column & down:
                 append(moves[4])
-            if not on_diagonal & down_left[along_diagonal]:
+            if not on_diagonal & down_left:
                 append(moves[5])
-            if not on_row & left[along_row]:
+            if not on_row & left:
                 append(moves[6])
-            if not on_anti & up_left[along_anti]:
+            if not on_anti & up_left:
                 append(moves[7])
         return legal
 
     def has_legal_move(self) -> bool:
         """Whether the team to move has any legal move. Stops at the first one found: the
         server asks this after every move (game end), where listing all moves is wasted work."""
-        geo = self._geo
         if self._codes_one is None:
+            source = self._source
+            if source is not None and not source[3] and _parent_has_legal_move(source):
+                return True
+            geo = self._geo
             # Without fish lists (they cost more than this): the line counts from the masks.
             if self._turn & 1:
                 own, opponent = self._two, self._one
@@ -674,27 +682,23 @@ class GameState:
         else:
             codes, fish = self._codes_one, self._ones
         counts = self._counts
-        for (
-            _, line_column, line_diagonal, line_row, line_anti,
-            up, up_right, right, down_right, down, down_left, left, up_left, _moves,
-        ) in fish:  # fmt: skip
-            # Codes read where used: the first direction is usually legal already.
-            on_column = codes[line_column]
-            if not on_column & up[counts[line_column]]:
+        for _, column, diagonal, row, anti, by_column, by_diagonal, by_row, by_anti, _ in fish:
+            # Line by line, both directions: the first line usually has a legal move.
+            on = codes[column]
+            up, down = by_column[counts[column]]
+            if not (on & up and on & down):
                 return True
-            on_diagonal = codes[line_diagonal]
-            if not on_diagonal & up_right[counts[line_diagonal]]:
+            on = codes[diagonal]
+            up_right, down_left = by_diagonal[counts[diagonal]]
+            if not (on & up_right and on & down_left):
                 return True
-            on_row = codes[line_row]
-            on_anti = codes[line_anti]
-            if not (
-                on_row & right[counts[line_row]]
-                and on_anti & down_right[counts[line_anti]]
-                and on_column & down[counts[line_column]]
-                and on_diagonal & down_left[counts[line_diagonal]]
-                and on_row & left[counts[line_row]]
-                and on_anti & up_left[counts[line_anti]]
-            ):
+            on = codes[row]
+            right, left = by_row[counts[row]]
+            if not (on & right and on & left):
+                return True
+            on = codes[anti]
+            down_right, up_left = by_anti[counts[anti]]
+            if not (on & down_right and on & up_left):
                 return True
         return False
 
@@ -820,6 +824,47 @@ class GameState:
             lines.append(f"{y:>2} {cells}")
         lines.append("   " + " ".join(f"{x:>2}" for x in range(self.width)))
         return "\n".join(lines)
+
+
+def _parent_has_legal_move(source: tuple[GameState, FishEntry, FishEntry, int]) -> bool:
+    """True if the team to move after the parent's move without a capture has a legal
+    move on a line the move left alone (False = none found there, not: none at all).
+    Such a line has the same fish and code as in the parent, whose lists exist: no
+    derivation and no whole-board masks (a playout and the search's leaves ask is_over
+    of every child)."""
+    parent, start, target, _ = source
+    if parent._turn & 1:
+        codes, fish = parent._codes_one, parent._ones
+    else:
+        codes, fish = parent._codes_two, parent._twos
+    assert codes is not None  # a source's parent has its lists
+    counts = parent._counts
+    # Line ids differ between the axes: a fish's column can only be the start's or the
+    # target's column, and so on.
+    start_column, start_diagonal, start_row, start_anti = start[1:5]
+    target_column, target_diagonal, target_row, target_anti = target[1:5]
+    for _, column, diagonal, row, anti, by_column, by_diagonal, by_row, by_anti, _ in fish:
+        if column != start_column and column != target_column:
+            on = codes[column]
+            up, down = by_column[counts[column]]
+            if not (on & up and on & down):
+                return True
+        if diagonal != start_diagonal and diagonal != target_diagonal:
+            on = codes[diagonal]
+            up_right, down_left = by_diagonal[counts[diagonal]]
+            if not (on & up_right and on & down_left):
+                return True
+        if row != start_row and row != target_row:
+            on = codes[row]
+            right, left = by_row[counts[row]]
+            if not (on & right and on & left):
+                return True
+        if anti != start_anti and anti != target_anti:
+            on = codes[anti]
+            down_right, up_left = by_anti[counts[anti]]
+            if not (on & down_right and on & up_left):
+                return True
+    return False
 
 
 _ONE_BIT, _TWO_BIT, _SQUID_BIT, _GE2_BIT, _GE3_BIT = 1, 2, 4, 8, 16

@@ -33,6 +33,7 @@ from protocol import GAME_TYPE
 from protocol.events import CancelRequest, PauseRequest, Prepare, SlotDescriptor, StepRequest
 from protocol.messages import Memento, ResultMessage
 from protocol.replay import write_replay
+from runner.processes import SpawnThread
 from server.config import Settings
 from server.feed import LoginGate, ObserverFeed
 from server.limits import connection_cap, is_loopback, raise_descriptor_limit
@@ -87,8 +88,15 @@ class WebViewer:
     """The web viewer as a companion of the game server (see module docstring)."""
 
     def __init__(
-        self, settings: Settings, *, port: int | None = None, viewer_rate: float = VIEWER_RATE
+        self,
+        settings: Settings,
+        *,
+        port: int | None = None,
+        viewer_rate: float = VIEWER_RATE,
+        spawner: SpawnThread | None = None,
     ) -> None:
+        """`spawner`: where the bots of "play from here" are started (web.process: a thread
+        at the priority the server gave the viewer, before it lowered its own)."""
         self.settings = settings
         self.hub = GameHub()
         self.sessions = Sessions(settings.password)
@@ -120,7 +128,7 @@ class WebViewer:
         self.analyses = AnalysisJobs(
             lambda handler: self._guard(handler, admin=not self.open_play), self.spawn
         )
-        self.play = PlayBots(settings, self._cancel_room)
+        self.play = PlayBots(settings, self._cancel_room, spawner)
         self.app = self._build_app()
 
     @property
@@ -139,6 +147,7 @@ class WebViewer:
         self.game_port = game_port
         config = hypercorn.config.Config()
         config.accesslog = None  # request lines could carry tokens; errors still log
+        config.errorlog = listen.error_logger()
         config.include_server_header = False
         config.graceful_timeout = 1.0
         config.websocket_max_message_size = WS_MAX_MESSAGE

@@ -9,7 +9,9 @@ stay free in the viewer's process (`server.limits.connection_cap`, as the game p
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 
 import hypercorn.config
@@ -152,3 +154,43 @@ class ProxyHeaders:
                 else:
                     scope["scheme"] = proto
         await self.app(scope, receive, send)
+
+
+class SendRaceFilter(logging.Filter):
+    """hypercorn 0.18's one noisy bug, silenced: it closes a connection (`TCPServer._close`:
+    `send_eof`) without taking the send lock its `protocol_send` takes, so an answer still
+    being sent when the client leaves (a trickling body's 408: the client stops at the answer's
+    first bytes) fails in `protocol_send` with trio's `BusyResourceError`, logged as "Error in
+    ASGI Framework" with two tracebacks. That record, and only that one, becomes one info line;
+    every other error of hypercorn's is logged as it is."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False (dropped, one info line instead) for the race's record; True otherwise."""
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, trio.BusyResourceError) and _raised_in_protocol_send(error):
+            log.info("client left while its answer was being sent")
+            return False
+        return True
+
+
+def _raised_in_protocol_send(error: BaseException) -> bool:
+    frame = error.__traceback__
+    while frame is not None:
+        code = frame.tb_frame.f_code
+        if code.co_name == "protocol_send" and code.co_filename.endswith(_TCP_SERVER):
+            return True
+        frame = frame.tb_next
+    return False
+
+
+_TCP_SERVER = str(Path("hypercorn", "trio", "tcp_server.py"))
+
+
+def error_logger() -> logging.Logger:
+    """hypercorn's error logger for its `Config.errorlog`: through the viewer's own logging
+    (the root handler; hypercorn's default adds a handler of its own, so each line came twice),
+    with `SendRaceFilter`."""
+    logger = logging.getLogger("hypercorn.error")
+    if not any(isinstance(known, SendRaceFilter) for known in logger.filters):
+        logger.addFilter(SendRaceFilter())
+    return logger

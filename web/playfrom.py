@@ -39,7 +39,7 @@ from launching import MatchError, RunningPlayer
 from protocol import GAME_TYPE
 from protocol.events import Prepare, SlotDescriptor
 from runner.options import player_command
-from runner.processes import ProcessLauncher
+from runner.processes import ProcessLauncher, SpawnThread
 from runner.reaper import BotReaper, reaped
 from server.config import Settings
 from server.limits import is_loopback
@@ -112,7 +112,12 @@ class PlayBots:
     """The bots "play from here" offers, the games running against them, and their launches
     (see the module docstring). `cancel(room)` ends a room over the admin connection."""
 
-    def __init__(self, settings: Settings, cancel: Callable[[str], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        cancel: Callable[[str], Awaitable[None]],
+        spawner: SpawnThread | None = None,
+    ) -> None:
         self.commands: dict[str, str] = {
             name: f"builtin:{name} --budget {BUILTIN_BUDGET:g}" for name in BUILTIN_PLAY_BOTS
         }
@@ -123,6 +128,7 @@ class PlayBots:
         self.games: dict[str, str] = {}  # token → remote address, while its bot may run
         self.bots: dict[str, RunningPlayer] = {}  # token → its bot process, while it runs
         self._cancel = cancel
+        self._spawner = spawner  # None: from this thread (a viewer in the server's process)
         self._reaper: BotReaper | None = None
         self._logs: Path | None = None
         self._reaper_lock = trio.Lock()
@@ -159,7 +165,7 @@ class PlayBots:
                 argv = player_command(self.commands[bot], f"webPlayBots {bot}")
                 reaper, logs = await self._launch_context()
                 log_path = logs / f"{player.token}.log"
-                launcher = reaped(ProcessLauncher(argv), reaper)
+                launcher = reaped(ProcessLauncher(argv, self._spawner), reaper)
                 running = await launcher.launch(bot, "127.0.0.1", port, reservation, log_path)
             except MatchError as error:
                 log.warning("play from here: the bot did not start", bot=bot, error=str(error))

@@ -5,8 +5,9 @@ Rule: the game server's thread only ever puts feed events into a bounded channel
 full channel drops the event and logs the episode) and writes them, encoded in batches, to
 the viewer's pipe. Everything a web client asks (pages, listings, replay parsing, gzip, JSON,
 WebSocket sends) runs in the viewer process, at a lower CPU priority (`NICENESS`), on its own
-trio loop. The viewer is a client like any other for the rest: admin actions and human
-players reach the game port over loopback.
+trio loop; the bots it starts for people do not (`lower_priority`). The viewer is a client
+like any other for the rest: admin actions and human players reach the game port over
+loopback.
 
 Frames on both pipes are a 4-byte big-endian length and a pickle (both ends are this module,
 in processes the server started). Parent → child: `("start", settings, game_port, port)`
@@ -37,6 +38,7 @@ import trio
 
 from engine import FieldState, GameState
 from protocol.messages import Left, Memento, ServerMessage
+from runner.processes import SpawnThread
 from server.config import Settings
 from server.feed import LoginGate, RoomPlayer
 from web.gate import OpenGate, RemoteGate, answer_gate
@@ -329,7 +331,7 @@ async def _stop(process: trio.Process) -> None:
 # ---------------------------------------------------------------------- the child
 
 
-async def _child(control_in: int, control_out: int) -> None:
+async def _child(control_in: int, control_out: int, spawner: SpawnThread | None = None) -> None:
     from server.logs import configure_logging
     from web.app import WebViewer
 
@@ -343,7 +345,7 @@ async def _child(control_in: int, control_out: int) -> None:
 
     _kind, settings, game_port, port = await reader.receive()
     configure_logging(settings.log_format, settings.log_level)
-    viewer = WebViewer(settings, port=port)
+    viewer = WebViewer(settings, port=port, spawner=spawner)
     gate = RemoteGate(send)
     viewer.gate = gate
     hub = viewer.hub
@@ -381,19 +383,29 @@ def _os_error(error: BaseException) -> OSError | None:
     return None
 
 
-def main() -> None:
-    """`python -m web.process`: the child (started by `WebProcess`, never by hand)."""
+def lower_priority() -> SpawnThread | None:
+    """Give this thread (and every thread and process it starts from now on) the viewer's
+    priority: nice NICENESS and SCHED_BATCH. First, where priority is per thread (Linux), a
+    `SpawnThread` that keeps the priority the server gave us: the bots of "play from here"
+    start there, so a person's opponent gets the CPU share of a bot in a real game."""
+    spawner = SpawnThread() if sys.platform.startswith("linux") else None
     os.nice(NICENESS)
     # SCHED_BATCH: the viewer's wakeups never preempt another task (the game server), yet it
     # keeps its fair share of the CPU (SCHED_IDLE would starve it on a machine busy with bots).
     with contextlib.suppress(AttributeError, OSError):
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    return spawner
+
+
+def main() -> None:
+    """`python -m web.process`: the child (started by `WebProcess`, never by hand)."""
+    spawner = lower_priority()
     # The server stops the viewer by closing its input; a Ctrl-C reaches both processes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The control pipes are stdin and stdout; print() and friends go to stderr instead.
     control_out = os.dup(1)
     os.dup2(2, 1)
-    trio.run(_child, 0, control_out)
+    trio.run(_child, 0, control_out, spawner)
 
 
 if __name__ == "__main__":

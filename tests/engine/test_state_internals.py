@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -115,6 +116,10 @@ def test_every_way_to_the_moves_agrees(state: GameState) -> None:
         assert copy is not move
         assert state.apply(copy) == state.apply(move)
         assert state.apply(move).legal_moves() == from_scratch(state.apply(move)).legal_moves()
+        # A child of a state with lists answers has_legal_move from the parent's lines the
+        # move left alone, else from its masks: both must agree with the moves listed.
+        child = state.apply(move)
+        assert child.has_legal_move() == bool(straightforward_moves(child))
 
 
 def test_moves_of_another_board_shape_are_checked_by_coordinates() -> None:
@@ -154,3 +159,21 @@ def test_pickled_and_copied_states_use_the_shared_tables() -> None:
         moves = twin.legal_moves()
         assert moves == child.legal_moves()
         assert [twin.apply(move) for move in moves] == [child.apply(move) for move in moves]
+
+
+def test_has_legal_move_of_children_on_small_crowded_boards() -> None:
+    # Small full boards block often, and their moves touch most lines: the children of a
+    # listed state whose moves lie only on the lines the move changed, or that have none,
+    # need the masks after the parent's lines found nothing.
+    rng = random.Random(7)
+    blocked = 0
+    for _ in range(300):
+        width, height = rng.randint(2, 4), rng.randint(2, 4)
+        rows = [[rng.choice(FIELDS) for _ in range(width)] for _ in range(height)]
+        state = GameState.from_rows(rows, turn=rng.randint(0, 1))
+        for move in state.legal_moves():
+            child = state.apply(move)
+            expected = bool(straightforward_moves(child))
+            blocked += not expected
+            assert child.has_legal_move() == expected
+    assert blocked > 0

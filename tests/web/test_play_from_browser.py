@@ -13,8 +13,12 @@ from typing import Any
 import pytest
 import trio
 
+from analysis import Analyser
+from analysis import Settings as AnalysisSettings
+from analysis.sources import game_from_replay
 from engine import GameState
-from protocol.replay import read_replay
+from protocol.messages import Memento
+from protocol.replay import read_replay, write_replay
 from server.config import Settings
 from tests.helpers.process import TEST_BOTS
 
@@ -242,6 +246,63 @@ async def test_the_play_page_lists_the_moves_looks_back_flips_and_downloads(
             return Path(started.value.path()).read_bytes()
 
         assert read_replay(await browser.run(download)).states == played[:5]
+        await running.viewer._cancel_room(player.room_id)
+        while running.viewer.play.games:
+            await trio.sleep(0.01)
+
+
+async def test_the_play_page_analyses_the_game_so_far_marks_and_graph(
+    running: Running, browser: BrowserThread
+) -> None:
+    running.viewer.analyses.settings = AnalysisSettings(nodes=1000)
+    states, _ = random_game(seed=21)
+    path = replay_file(running.viewer.settings.replay_dir, states)
+    with trio.fail_after(60):
+        page = await browser.new_page()
+        await browser.run(lambda: page.goto(f"{running.url}/replays#file={path.name}&turn=0"))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="0"]'))
+        await browser.run(
+            lambda: page.wait_for_selector('#play-bot option[value="quick"]', state="attached")
+        )
+        await browser.run(lambda: page.select_option("#play-bot", "quick"))
+        await browser.run(lambda: page.click("#play-here"))
+        for turn in (0, 2):
+            await browser.run(
+                page.wait_for_selector, f'svg#board[data-turn="{turn}"][data-my-turn="1"]'
+            )
+            await browser.run(lambda: page.click("g.cell.selectable"))
+            await browser.run(lambda: page.click("g.cell.target"))
+        await browser.run(lambda: page.wait_for_selector('#move-list tr.move[data-index="4"]'))
+        assert await browser.run(lambda: page.is_hidden("#advantage"))
+        (player,) = running.viewer.humans.values()
+        assert player.room_id is not None
+        played = running.viewer.hub.games[player.room_id].states[:5]
+        # The same analysis the page must show (deterministic).
+        game = game_from_replay(write_replay("r", [Memento("r", state) for state in played]))
+        with Analyser(AnalysisSettings(nodes=1000)) as analyser:
+            expected = analyser.analyse(game)
+        await browser.run(lambda: page.click("#analyse"))
+        await browser.run(lambda: page.wait_for_selector("svg#graph[data-points]"))
+        shown = await browser.run(
+            lambda: page.eval_on_selector_all(
+                "#move-list tr.move",
+                "rows => rows.map(r => [r.children[3].textContent, r.children[3].title])",
+            )
+        )
+        # Every move carries its analysis: the mark and its loss (hover).
+        assert [mark for mark, _ in shown] == [move.mark or "" for move in expected.moves]
+        assert all(title.startswith("loss ") for _, title in shown), shown
+        points = await browser.run(lambda: page.get_attribute("svg#graph", "data-points"))
+        assert points == str(len(expected.graph))
+        # The best move as a second arrow where it was not played; a click on the graph jumps.
+        missed = next((m for m in expected.moves if m.best != m.played), None)
+        if missed is not None:
+            await browser.run(page.click, f'#move-list tr[data-index="{missed.number}"]')
+            await browser.run(page.wait_for_selector, f'svg#board[data-index="{missed.number}"]')
+            best = await browser.run(page.query_selector, "svg#board line.arrow.best")
+            assert best is not None
+        await browser.run(lambda: page.click("svg#graph", position={"x": 2, "y": 10}))
+        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="0"]'))
         await running.viewer._cancel_room(player.room_id)
         while running.viewer.play.games:
             await trio.sleep(0.01)

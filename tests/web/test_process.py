@@ -3,10 +3,13 @@ it dies, never a cost to the games."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import shlex
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from functools import partial
@@ -22,8 +25,9 @@ from protocol.messages import Left, Memento, Paused, ResultMessage, RoomError
 from server.app import serve
 from server.config import Settings
 from server.feed import RoomPlayer
+from tests.helpers.process import TEST_BOTS
 from web.hub import GameHub
-from web.process import PipeFeed, WebProcess, decode_event, encode_event
+from web.process import NICENESS, PipeFeed, WebProcess, decode_event, encode_event
 from web.sc import admin_request
 
 from .httpclient import Browser
@@ -223,3 +227,59 @@ async def test_a_stopped_viewer_process_never_slows_a_game(
     finally:
         os.kill(companion.process.pid, signal.SIGCONT)
         stop.set()
+
+
+def _priority(pid: int) -> tuple[int, int]:
+    """The nice value and scheduling policy of process `pid` (its main thread), from /proc."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # from field 3 (state) on: proc(5)
+    return int(fields[19 - 3]), int(fields[41 - 3])
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, per-thread priority")
+async def test_a_bot_the_viewer_starts_gets_the_servers_priority_not_the_viewers(
+    settings: Settings, nursery: trio.Nursery
+) -> None:
+    bot = [sys.executable, str(TEST_BOTS / "fast_bot.py")]
+    settings = replace(settings, web_play_bots=(("quick", shlex.join(bot)),))
+    companion = WebProcess(settings, port=0)
+    stop = trio.Event()
+
+    async def run(task_status: trio.TaskStatus[int]) -> None:
+        await serve(
+            settings, task_status=task_status, stop=stop, handle_signals=False, companion=companion
+        )
+
+    await nursery.start(run)
+    assert companion.process is not None
+    viewer = companion.process.pid
+    # The viewer itself runs at its lower priority: nice 10 more than ours, SCHED_BATCH.
+    ours = _priority(os.getpid())
+    assert _priority(viewer) == (ours[0] + NICENESS, os.SCHED_BATCH)
+    with trio.fail_after(30):
+        browser = Browser(companion.url)
+        await browser.session()
+        rows = [[field.name for field in row] for row in GameState.initial(3).rows()]
+        body = {"board": rows, "turn": 0, "firstUnion": None, "lastMove": None, "bot": "quick"}
+        status, answer = await browser.post("/api/play/from", body)
+        assert status == 200, answer
+        while True:
+            started = [
+                pid
+                for pid in _children(viewer)
+                if "fast_bot.py" in Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+            ]
+            if started:
+                break
+            await trio.sleep(0.05)
+        # The person's opponent gets what a bot of a real game gets: our priority.
+        assert _priority(started[0]) == ours
+    stop.set()

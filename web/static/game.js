@@ -28,22 +28,11 @@ async function view(index) {
 }
 document.getElementById("live").addEventListener("click", () => { viewing = null; render(); });
 document.getElementById("flip").addEventListener("click", () => { flipped = !flipped; render(); });
-document.getElementById("analyse").addEventListener("click", async () => {
-  const progress = document.getElementById("analyse-progress");
-  const failed = document.getElementById("analyse-error");
-  failed.textContent = "";
-  try {
-    const bytes = await gameBytes();
-    const analysis = await Moves.analyse(bytes, (done, total) => {
-      progress.textContent = "analysing: " + done + " of " + total + " moves";
-    });
-    const states = (await loadHistory()).states;
-    const applied = Moves.fromAnalysis(analysis, states);
-    marks = applied.marks; graph = applied.graph;
-    document.getElementById("analysis-summary").textContent = applied.summary;
-    progress.textContent = "analysed up to move " + analysis.moves.length;
-    render();
-  } catch (failure) { failed.textContent = failure.message; progress.textContent = ""; }
+Moves.wireAnalyse(gameBytes, async (analysis) => {
+  const applied = Moves.fromAnalysis(analysis, (await loadHistory()).states);
+  marks = applied.marks; graph = applied.graph;
+  document.getElementById("analysis-summary").textContent = applied.summary;
+  render();
 });
 document.addEventListener("keydown", (event) => {
   if (!game || event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
@@ -85,8 +74,7 @@ function render() {
   const shown = viewing != null && history ? history.states[viewing] : game.state;
   const index = viewing != null ? viewing : game.moves.length;
   if (shown) {
-    const analysed = marks && marks.get(index);
-    Board.render(svg, shown, { flip: flipped, best: analysed && !analysed.bestPlayed ? analysed.best : null });
+    Board.render(svg, shown, { flip: flipped, best: Moves.best(marks, index) });
     svg.setAttribute("data-turn", shown.turn);
     svg.setAttribute("data-index", index);
   }

@@ -3,6 +3,11 @@
 // analysis of that move ({mark, loss, best, ...}); the graph is ONE's win probability.
 "use strict";
 const Moves = {
+  // The rows of `states` (the pages' state JSON of a game): one a move, the state it leads to.
+  rows(states) {
+    return states.slice(1).map((state, i) => ({ index: i + 1, turn: states[i].turn,
+      side: states[i].current, text: state.lastMove ? state.lastMove.text : "?" }));
+  },
   // rows: [{index, turn, side: "ONE"|"TWO", text}], current: the state index shown.
   render(table, rows, current, onPick, marks) {
     const body = table.tBodies[0] || table.appendChild(document.createElement("tbody"));
@@ -66,6 +71,31 @@ const Moves = {
     }
     if (job.state === "failed") throw new Error(job.error);
     return job.analysis;
+  },
+  // The "Analyse this game" button every page has (#analyse, #analyse-progress,
+  // #analyse-error): a click posts `bytes()` (a promise of the game's bytes), shows the
+  // progress and hands the analysis to `done`; one request at a time (the button waits).
+  wireAnalyse(bytes, done) {
+    const button = document.getElementById("analyse");
+    const progress = document.getElementById("analyse-progress");
+    const failed = document.getElementById("analyse-error");
+    button.addEventListener("click", async () => {
+      failed.textContent = ""; button.disabled = true;
+      try {
+        const analysis = await Moves.analyse(await bytes(), (count, total) => {
+          progress.textContent = "analysing: " + count + " of " + total + " moves";
+        });
+        progress.textContent = "analysed: " + analysis.moves.length + " moves (" +
+          analysis.settings.nodes + " nodes a position)";
+        await done(analysis);
+      } catch (failure) { failed.textContent = failure.message; progress.textContent = ""; }
+      finally { button.disabled = false; }
+    });
+  },
+  // The best move to draw as a second arrow on state `index` (none where it was played).
+  best(marks, index) {
+    const analysed = marks && marks.get(index);
+    return analysed && !analysed.bestPlayed ? analysed.best : null;
   },
   markClass(mark) {
     return { "?!": "inaccuracy", "?": "mistake", "??": "blunder", "!": "only" }[mark] || "";

@@ -5,6 +5,9 @@ let me = null, offset = 0, selected = null, socket = null, gamePort = 13050;
 // the move list; `viewing` is the state index shown, null for the current position: the only
 // one a move is made at.
 let history = null, viewing = null, flipped = false, loading = false;
+// "Analyse this game": the analysis JSON (docs/analysis.md) and, by state index, its marks
+// and ONE's win probability (moves.js).
+let analysis = null, marks = null, graph = null;
 fetch("/api/config").then((r) => r.json()).then((config) => { gamePort = config.gamePort; });
 Web.loadSession().then((session) => {
   document.getElementById("login-first").hidden = session.play;
@@ -44,6 +47,7 @@ function whyNot(x, y) {
   return "That is the bot's fish: click one of your own fish (highlighted).";
 }
 function say(text) { document.getElementById("why").textContent = text; }
+function replayUrl() { return "/api/games/" + encodeURIComponent(me.room) + "/replay"; }
 function latest() { return history ? history.states.length - 1 : 0; }
 function behind() { return !history || history.states[latest()].turn < me.state.turn; }
 // The room's replay (as the game page's download) parsed by the server into states; the
@@ -55,7 +59,7 @@ async function refresh() {
   try {
     for (let attempt = 0; attempt < 20 && behind(); attempt++) {
       if (attempt) await new Promise((resolve) => setTimeout(resolve, 250));
-      const replay = await fetch("/api/games/" + encodeURIComponent(me.room) + "/replay");
+      const replay = await fetch(replayUrl());
       if (!replay.ok) continue;
       const response = await fetch("/api/replays/upload", { method: "POST", body: await replay.blob() });
       const data = await response.json().catch(() => ({ error: response.statusText }));
@@ -65,6 +69,7 @@ async function refresh() {
     failed.textContent = "";
   } catch (failure) { failed.textContent = failure.message; }
   finally { loading = false; }
+  applyAnalysis();
   renderMoves();
 }
 // Show state `index` of the game so far (null or the last one: the current position).
@@ -86,12 +91,30 @@ document.addEventListener("keydown", (event) => {
 // Only the list: a new list never rebuilds the board under the person's pointer.
 function renderMoves() {
   document.getElementById("moves-panel").hidden = !history;
-  if (history) Moves.render(document.getElementById("move-list"), moveRows(), viewing == null ? latest() : viewing, view);
+  if (!history) return;
+  const shown = viewing == null ? latest() : viewing;
+  Moves.render(document.getElementById("move-list"), Moves.rows(history.states), shown, view, marks);
+  document.getElementById("advantage").hidden = !graph;
+  if (graph) Moves.graph(document.getElementById("graph"), graph, shown, view);
 }
-function moveRows() {
-  return history.states.slice(1).map((state, i) => ({ index: i + 1, turn: history.states[i].turn,
-    side: history.states[i].current, text: state.lastMove ? state.lastMove.text : "?" }));
+// The analysis ("Analyse this game": the moves so far) onto the game so far; again after each
+// refresh, so the graph spans the positions played since (unanalysed: no point).
+function applyAnalysis() {
+  if (!analysis || !history) return;
+  const applied = Moves.fromAnalysis(analysis, history.states);
+  marks = applied.marks; graph = applied.graph;
+  document.getElementById("analysis-summary").textContent = applied.summary;
 }
+Moves.wireAnalyse(async () => {
+  const replay = await fetch(replayUrl());
+  if (!replay.ok) throw new Error("the game is not available: " + replay.statusText);
+  return await replay.blob();
+}, async (doc) => {
+  analysis = doc;
+  await refresh();
+  applyAnalysis();
+  render();
+});
 function render() {
   const svg = document.getElementById("board");
   const hint = document.getElementById("hint");
@@ -113,13 +136,14 @@ function render() {
   hint.hidden = true;
   const download = document.getElementById("download");
   download.hidden = !me.room;
-  if (me.room) download.href = "/api/games/" + encodeURIComponent(me.room) + "/replay";
+  document.getElementById("analyse").hidden = !me.room;
+  if (me.room) download.href = replayUrl();
   renderMoves();
   document.getElementById("history").hidden = viewing == null;
   if (viewing != null) {
     // An earlier position: looked at, never played at.
     document.getElementById("history-move").textContent = viewing;
-    Board.render(svg, history.states[viewing], { flip: flipped,
+    Board.render(svg, history.states[viewing], { flip: flipped, best: Moves.best(marks, viewing),
       onCell: () => say("This is an earlier position: go back to the current position to move.") });
     svg.setAttribute("data-turn", history.states[viewing].turn);
     svg.setAttribute("data-index", viewing);
@@ -131,7 +155,7 @@ function render() {
     const targets = new Map();
     if (selected && legal[selected]) for (const option of legal[selected]) targets.set(option.to[0] + "," + option.to[1], option.dir);
     Board.render(svg, me.state, {
-      selectable, selected, targets, flip: flipped,
+      selectable, selected, targets, flip: flipped, best: behind() ? null : Moves.best(marks, latest()),
       onCell: (x, y) => {
         const key = x + "," + y;
         if (targets.has(key)) {

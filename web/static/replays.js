@@ -4,21 +4,16 @@ Web.loadSession();
 let replay = null, index = 0, timer = null, source = null, leagueGame = null;
 // The analysis of the game shown, by state index (see moves.js); the file's bytes (uploads).
 let marks = null, graph = null, uploaded = null, flipped = false;
-function moveRows() {
-  return replay.states.slice(1).map((state, i) => ({ index: i + 1, turn: replay.states[i].turn,
-    side: replay.states[i].current, text: state.lastMove ? state.lastMove.text : "?" }));
-}
 function hashParams() { return new URLSearchParams(location.hash.slice(1)); }
 function show(i) {
   if (!replay) return;
   index = Math.max(0, Math.min(replay.states.length - 1, i));
   const state = replay.states[index];
   const svg = document.getElementById("board");
-  const analysed = marks && marks.get(index);
-  Board.render(svg, state, { flip: flipped, best: analysed && !analysed.bestPlayed ? analysed.best : null });
+  Board.render(svg, state, { flip: flipped, best: Moves.best(marks, index) });
   svg.setAttribute("data-index", index);
   document.getElementById("moves-panel").hidden = false;
-  Moves.render(document.getElementById("move-list"), moveRows(), index, (i) => { stop(); show(i); }, marks);
+  Moves.render(document.getElementById("move-list"), Moves.rows(replay.states), index, (i) => { stop(); show(i); }, marks);
   document.getElementById("advantage").hidden = !graph;
   if (graph) Moves.graph(document.getElementById("graph"), graph, index, (i) => { stop(); show(i); });
   svg.setAttribute("data-turn", state.turn);
@@ -100,21 +95,10 @@ async function gameBytes() {
   if (!response.ok) throw new Error("cannot read the game: " + response.statusText);
   return await response.blob();
 }
-async function analyse() {
-  const progress = document.getElementById("analyse-progress");
-  const failed = document.getElementById("analyse-error");
-  const button = document.getElementById("analyse");
-  const shown = replay;
-  failed.textContent = ""; button.disabled = true;
-  try {
-    const analysis = await Moves.analyse(await gameBytes(), (done, total) => {
-      progress.textContent = "analysing: " + done + " of " + total + " moves";
-    });
-    progress.textContent = "analysed (" + analysis.settings.nodes + " nodes a position)";
-    if (replay === shown) applyAnalysis(analysis);
-  } catch (failure) { failed.textContent = failure.message; progress.textContent = ""; }
-  finally { button.disabled = false; }
-}
+// The analysis is shown only on the game it was asked for (another may be loaded meanwhile).
+let analysing = null;
+Moves.wireAnalyse(() => { analysing = replay; return gameBytes(); },
+  (analysis) => { if (replay === analysing) applyAnalysis(analysis); });
 function flip() { flipped = !flipped; show(index); }
 function load(data, name, turn, league, file) {
   stop(); replay = data; source = name; leagueGame = league || null; uploaded = file || null;
@@ -162,7 +146,6 @@ document.getElementById("forward").onclick = () => { stop(); show(index + 1); };
 document.getElementById("last").onclick = () => { stop(); show(replay.states.length - 1); };
 document.getElementById("play").onclick = play;
 document.getElementById("flip").onclick = flip;
-document.getElementById("analyse").onclick = analyse;
 document.getElementById("play-here").onclick = async () => {
   const failed = document.getElementById("play-here-error");
   failed.textContent = "";
