@@ -7,6 +7,7 @@ by the store tests' PostgreSQL parametrization (both marked `distributed`)."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 
@@ -16,6 +17,17 @@ from .distributed.servers import PostgresServer, RedisServer, ServerMissing
 
 # `--no-skips` (tests/helpers/noskip.py): .ci/run's groups with services must not skip.
 pytest_plugins = ["tests.helpers.noskip"]
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The Docker tests check that no container of any run is left, so two of them must not
+    overlap: where a daemon may answer, they skip on the default run's xdist workers (without
+    one they skip anyway, but for the one that needs none); .ci/run's Docker step runs them
+    in one process (-n 0), where nothing skips."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    daemon = "DOCKER_HOST" in os.environ or os.path.exists("/var/run/docker.sock")
+    if workers > 1 and daemon and item.get_closest_marker("docker") is not None:
+        item.add_marker(pytest.mark.skip(reason="Docker tests run in one process: -n 0"))
 
 
 @pytest.fixture(scope="session")

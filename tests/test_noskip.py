@@ -36,7 +36,9 @@ def run_pytest(folder: Path, *options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", *plugins, *config, "-rs", *options],
         cwd=folder,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        # Only the plugin under test (-p above): loading every installed plugin (trio,
+        # hypothesis, playwright, xdist, ...) would double each run's start-up.
+        env={**os.environ, "PYTHONPATH": str(REPO), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
         capture_output=True,
         text=True,
         timeout=60,
