@@ -21,9 +21,9 @@ from bots.search import RootAnalysis, SearchBot
 from engine import FieldState, GameState, Move, Team
 
 DEFAULT_NODES = 12_000
-"""Nodes per position by default: a 60-move game in 13.3 s of CPU on one core (mean depth
-3.5; `python -m bench.analysis`, docs/analysis.md has the figures for other settings and how
-often the marks agree with 8× the nodes)."""
+"""Nodes per position by default (twice that for the positions the second look picks): a
+60-move game in 23–29 s of CPU on one core at load 17–22 (`python -m bench.analysis`;
+docs/analysis.md has the figures and how often the marks agree with 8× the nodes)."""
 CHAIN = 1
 """Positions analysed in a row by one search, each starting from the table the one before
 left. 1: every position on a fresh table — chains of 10 agreed worse with 8× the nodes
@@ -259,30 +259,112 @@ def chains(length: int) -> list[range]:
     return [range(start, min(start + CHAIN, length)) for start in range(0, length, CHAIN)]
 
 
+SECOND_LOOK = (0.03, 0.20)
+"""A move whose loss at either of the two deepest completed depths is in [low, high) — near the
+mistake threshold (model.MISTAKE, 0.10), where one more depth often moves it across — is
+searched on to SECOND_LOOK_FACTOR × the nodes (docs/analysis.md: with it the marks at 12 000
+nodes find 92 % of the `?`/`??` of a plain search at 8× the nodes, against 87 % without)."""
+SECOND_LOOK_FACTOR = 2
+
+
 def second_look(first: RootAnalysis, settings: Settings) -> int | None:
     """The node bound of a second, deeper search of the position after the first search's
     answer `first`, or None for none. A function of the first answer and the settings only,
-    so the analysis stays deterministic (and the benchmark can replay the rule)."""
+    so the analysis stays deterministic (and the benchmark can replay the rule): a move near
+    the mistake threshold at either of the two deepest depths is looked at with
+    SECOND_LOOK_FACTOR × the nodes; never with a depth bound alone, a move not asked about
+    or a search that did not complete depth 1."""
+    if settings.nodes is None or first.played_score is None or first.depth == 0:
+        return None
+    losses = [0.0]
+    if first.played != first.best:
+        losses.append(
+            model.win_probability(first.best_score) - model.win_probability(first.played_score)
+        )
+    if first.previous is not None:
+        best, played = first.previous
+        if played is not None:
+            losses.append(model.win_probability(best) - model.win_probability(played))
+    low, high = SECOND_LOOK
+    if low <= max(losses) < high:
+        return settings.nodes * SECOND_LOOK_FACTOR
     return None
 
 
+class _Search(SearchBot):
+    """The analysis search: SearchBot's own, with the second look as a continuation. A fresh
+    search bounded by N nodes is the prefix of one bounded by more (iterative deepening: the
+    iterations before the bound are the same computation whatever the bound), so instead of
+    a second search from scratch this one, when it is about to visit node N + 1, takes the
+    answer the search at N would have given, asks `second_look`, and either stops there or
+    goes on to the bound it returns — the same answer as a fresh search at that bound, for
+    the nodes beyond N only."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(0, max_nodes=settings.nodes, max_depth=settings.depth)
+        self._settings = settings
+        self._deciding = False
+        self._played: Move | None = None
+        self._done: list[tuple[int, Move, int, int | None]] = []  # completed iterations
+
+    def look(self, state: GameState, played: Move | None, *, fresh: bool) -> RootAnalysis:
+        """`analyse` with the second look (see the class)."""
+        self._deciding = self._settings.nodes is not None and played is not None
+        self._played = played
+        self._done = []
+        try:
+            return self.analyse(state, played, fresh=fresh)
+        finally:
+            self._deciding = False
+
+    def _root_iteration(
+        self,
+        root: list[tuple[Move, GameState]],
+        scores: dict[Move, int],
+        depth: int,
+        exact: Move | None,
+    ) -> tuple[Move, int]:
+        best, score = super()._root_iteration(root, scores, depth, exact)
+        self._done.append((depth, best, score, None if exact is None else scores[exact]))
+        return best, score
+
+    def _negamax(self, state: GameState, depth: int, alpha: int, beta: int, ply: int) -> int:
+        if self._deciding and self._nodes >= self._node_limit:
+            self._deciding = False
+            first = self._first()
+            deeper = None if first is None else second_look(first, self._settings)
+            if deeper is not None:
+                assert deeper > self._node_limit
+                self._node_limit = deeper
+        return super()._negamax(state, depth, alpha, beta, ply)
+
+    def _first(self) -> RootAnalysis | None:
+        # What `analyse` answers when stopped here (node N + 1): the deepest iteration done
+        # (None before depth 1, when second_look never looks).
+        if not self._done:
+            return None
+        depth, best, score, played_score = self._done[-1]
+        previous = None
+        if len(self._done) > 1:
+            previous = (self._done[-2][2], self._done[-2][3])
+        if self._played == best:
+            played_score = score
+        return RootAnalysis(
+            depth, self._node_limit + 1, best, score, self._played, played_score, None, previous
+        )
+
+
 def analyse_position(state: GameState, played: Move | None, settings: Settings) -> _Result:
-    """One position on its own: the search's answer with the only-move check, and the
-    only-move threshold used (None when no move can be an only move). Deterministic."""
-    bot = SearchBot(0, max_nodes=settings.nodes, max_depth=settings.depth)
-    return _position(bot, state, played, settings, fresh=True)
+    """One position on its own: the search's answer (with the second look) and the
+    only-move check, and the only-move threshold used (None when no move can be an only
+    move). Deterministic."""
+    return _position(_Search(settings), state, played, fresh=True)
 
 
-def _position(
-    bot: SearchBot, state: GameState, played: Move | None, settings: Settings, *, fresh: bool
-) -> _Result:
+def _position(bot: _Search, state: GameState, played: Move | None, *, fresh: bool) -> _Result:
     # The only-move check needs the best score first: one search, then the check on the
     # warm table with the threshold derived from it (both deterministic).
-    first = bot.analyse(state, played, fresh=fresh)
-    deeper = second_look(first, settings)
-    if deeper is not None:
-        bot = SearchBot(0, max_nodes=deeper, max_depth=settings.depth)
-        first = bot.analyse(state, played)
+    first = bot.look(state, played, fresh=fresh)
     threshold = model.score_for(model.win_probability(first.best_score) - model.ONLY_MOVE_GAP)
     if threshold is None or played != first.best or len(state.legal_moves()) < 2:
         return first, None
@@ -294,11 +376,10 @@ def _chain(task: _Task) -> Iterator[_Result]:
     """A chain of positions in order, one bot: each search starts from the table the
     previous one left (what the position before already proved is not searched again)."""
     rows, turn, first_union, played, nodes, depth = task
-    settings = Settings(nodes=nodes, depth=depth)
     state = GameState.from_rows(rows, turn=turn, first_union=first_union)
-    bot = SearchBot(0, max_nodes=nodes, max_depth=depth)
+    bot = _Search(Settings(nodes=nodes, depth=depth))
     for index, move in enumerate(played):
-        yield _position(bot, state, move, settings, fresh=index == 0)
+        yield _position(bot, state, move, fresh=index == 0)
         state = state.apply(move)
 
 

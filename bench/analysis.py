@@ -12,7 +12,9 @@ at 8× the nodes.
 3. per node setting, --games games (`test_games`) analysed at N and at --factor × N nodes:
    recall (of the moves the deeper analysis marks `?` or `??`, the share the analysis at N
    marks `?` or `??` too; the goal: at least 90 %), precision (the other way round), each
-   with its counts and a Wilson 95 % interval, and the share of identical marks.
+   with its counts and a Wilson 95 % interval, and the share of identical marks; against two
+   references: the analysis at --factor × N with the same rule (its second look included)
+   and a plain search at --factor × N nodes of every position (no second look).
 
 Both analyses of step 3 are read off one traced search per position (bench.analysis_trace:
 the search at 8N nodes contains the one at N as a prefix), kept in a cache file named by a
@@ -157,14 +159,20 @@ class Agreement:
         return self.both / self.flagged if self.flagged else 1.0
 
 
-def _answer(answers: Callable[[int], RootAnalysis], settings: Settings) -> RootAnalysis:
-    # analysis.game._position's rule, on answers read off a trace.
+def _look(first: RootAnalysis, settings: Settings, look: bool) -> int | None:
+    return second_look(first, settings) if look else None
+
+
+def _answer(answers: Callable[[int], RootAnalysis], settings: Settings, look: bool) -> RootAnalysis:
+    # analysis.game._position's rule, on answers read off a trace (a fresh search at N is a
+    # prefix of one at the second look's bound, which the analysis's continuation relies on
+    # as well; tests/analysis/test_game.py checks the two agree).
     first = answers(settings.nodes or 0)
-    deeper = second_look(first, settings)
+    deeper = _look(first, settings, look)
     return first if deeper is None else answers(deeper)
 
 
-def _bounds(store: TraceStore, key: tuple[int, int], settings: Settings) -> list[int]:
+def _bounds(store: TraceStore, key: tuple[int, int], settings: Settings, look: bool) -> list[int]:
     # The node bounds the rule asks for at this position, as far as the trace can tell.
     first = settings.nodes or 0
     try:
@@ -173,22 +181,23 @@ def _bounds(store: TraceStore, key: tuple[int, int], settings: Settings) -> list
         return [first]
     if not answer.covers(first):
         return [first]
-    deeper = second_look(answer.at(first), settings)
+    deeper = _look(answer.at(first), settings, look)
     return [first] if deeper is None else [first, deeper]
 
 
 def traced_analyses(
-    store: TraceStore, games: list[Game], settings: Settings, jobs: int
+    store: TraceStore, games: list[Game], settings: Settings, jobs: int, look: bool = True
 ) -> tuple[list[GameAnalysis], int]:
     """Every game analysed with `settings`, read off the traces (searching what the store
-    lacks first): the analyses and the number of second looks."""
+    lacks first): the analyses and the number of second looks. `look=False`: without the
+    second look (one search bounded by the settings' nodes, the analysis before it)."""
     states = [game.states() for game in games]
     for _ in range(2):  # the first bound, then the second look it asks for
         needs = [
             (g, i, states[g][i], move, bound)
             for g, game in enumerate(games)
             for i, move in enumerate(game.moves)
-            for bound in _bounds(store, (g, i), settings)
+            for bound in _bounds(store, (g, i), settings, look)
         ]
         store.ensure(needs, jobs)
     analyses, looks = [], 0
@@ -196,20 +205,26 @@ def traced_analyses(
         results = []
         for i in range(len(game.moves)):
             answer = store.get(g, i)
-            results.append(_answer(answer.at, settings))
-            looks += second_look(answer.at(settings.nodes or 0), settings) is not None
+            results.append(_answer(answer.at, settings, look))
+            looks += _look(answer.at(settings.nodes or 0), settings, look) is not None
         analyses.append(summarise(game, settings, states[g], results))
     return analyses, looks
 
 
 def agreement(
-    nodes: int, factor: int, games: list[Game], store: TraceStore, jobs: int
+    nodes: int,
+    factor: int,
+    games: list[Game],
+    store: TraceStore,
+    jobs: int,
+    deep_look: bool = True,
 ) -> tuple[Agreement, list[GameAnalysis]]:
     """The marks at `nodes` against `factor` × `nodes` on `games` (both read off the
-    traces), and the analyses at `nodes`."""
+    traces), and the analyses at `nodes`. `deep_look=False`: the reference without the
+    second look (a plain search at `factor` × `nodes` of every position)."""
     result = Agreement(nodes, nodes * factor)
     # The deeper first: its traces contain the analysis at `nodes` (else both are searched).
-    deeper, _ = traced_analyses(store, games, Settings(nodes=nodes * factor), jobs)
+    deeper, _ = traced_analyses(store, games, Settings(nodes=nodes * factor), jobs, deep_look)
     normal, result.second_looks = traced_analyses(store, games, Settings(nodes=nodes), jobs)
     for number, (a, b) in enumerate(zip(normal, deeper, strict=True), start=1):
         result.add(number, a, b)
@@ -279,6 +294,12 @@ def main() -> int:
         help="games checked against the real Analyser at each setting (default: all)",
     )
     parser.add_argument("--no-time", action="store_true", help="skip the speed and time figures")
+    parser.add_argument(
+        "--plain-reference",
+        action="store_true",
+        help="only the plain 8x search as the reference (the same rule's needs traces to 16x "
+        "the nodes of the positions its second look picks at 8x)",
+    )
     parser.add_argument("--details", action="store_true", help="list the moves marked differently")
     options = parser.parse_args()
     settings = [int(value) for value in options.nodes.split(",")]
@@ -314,31 +335,41 @@ def main() -> int:
     )
     rows = []
     for count in sorted(settings, reverse=True):  # the deepest traces first: they cover the rest
-        found, normal = agreement(count, options.factor, games, store, options.jobs)
+        plain, normal = agreement(
+            count, options.factor, games, store, options.jobs, deep_look=False
+        )
+        references = [("plain search", plain)]
+        if not options.plain_reference:
+            found, _ = agreement(count, options.factor, games, store, options.jobs)
+            references.insert(0, ("same rule", found))
         checked = len(games) if options.check_games is None else options.check_games
         check(games[:checked], normal, count)
         cpu_text = "-"
         if count in times:
             cpu, wall, load = times[count]
             cpu_text = f"{cpu:.1f} s ({wall:.1f} s, load {load:.1f})"
-        rows.append(
-            f"| {count} | {cpu_text} | {found.depth:.2f} / {found.deep_depth:.2f} | "
-            f"{share_text(found.both, found.found)} | {share_text(found.both, found.flagged)} | "
-            f"{share_text(found.same, found.total)} | {found.second_looks} |"
-        )
+        # The reference with the same rule (the analysis at 8x the nodes, second look and
+        # all), and without it (one plain search at 8x the nodes of every position).
+        for reference, result in references:
+            rows.append(
+                f"| {count} | {reference} | {cpu_text} | {result.depth:.2f} / "
+                f"{result.deep_depth:.2f} | {share_text(result.both, result.found)} | "
+                f"{share_text(result.both, result.flagged)} | "
+                f"{share_text(result.same, result.total)} | {result.second_looks} |"
+            )
         print(f"  {count} nodes: checked {checked} games against the real Analyser", flush=True)
         if options.details:
-            for line in found.differences:
+            for line in references[0][1].differences:
                 print("   ", line)
     print(
         "recall: of the deeper analysis's ?/??, the share marked ?/?? at the setting; "
         "precision: of the setting's ?/??, the share the deeper confirms; Wilson 95 % intervals"
     )
     print(
-        "| nodes | 60-move game, one core: CPU (wall) | mean depth / at 8x | recall | precision "
-        "| identical marks (! as none) | second looks |"
+        "| nodes | reference at 8x | 60-move game, one core: CPU (wall) | mean depth / at 8x "
+        "| recall | precision | identical marks (! as none) | second looks |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for row in rows:
         print(row)
     print(f"load average {os.getloadavg()[0]:.2f}")

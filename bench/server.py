@@ -15,9 +15,16 @@ of concurrency the script prints:
 
 With `--relay`, each level is also played against `bench.relay` (the socket floor: the same
 socket work per move, no XML, rules or logs; pinned like the server) and a second row gives its
-CPU per move and the server's as a multiple of it, in the same run.
+CPU per move and the server's as a multiple of it, in the same run. The relay's own figure
+varies by a third between runs on a shared machine, which moves the ratio as much as a change
+to the server does: `--repeat N` plays each level N times, the server and the relay in turns
+(which goes first alternates), and prints every run, each run's ratio, and the median ratio
+with its range. `--checkout DIR` also runs another checkout's server (e.g. a worktree at
+main's commit) in the same turns, so old and new compare side by side in one run. The load
+average is printed at each run's start.
 
 Run:  .venv/bin/python -m bench.server [--levels 1,10,100] [--seconds 10] [--relay]
+          [--repeat N] [--checkout OLD_CHECKOUT]
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import contextlib
 import json
 import os
 import random
+import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -287,12 +295,29 @@ def main() -> None:
         action="store_true",
         help="also play each level against bench.relay (the socket floor) and print the ratio",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs per level, the targets in turns; prints the median ratio and its range",
+    )
+    parser.add_argument(
+        "--checkout",
+        metavar="DIR",
+        type=Path,
+        help="also run the server of this checkout (e.g. a worktree at main) in the same turns",
+    )
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    if args.checkout is not None and not (args.checkout / "cli" / "server.py").is_file():
+        parser.error(f"--checkout {args.checkout}: no cli/server.py there")
     levels = [int(level) for level in args.levels.split(",")]
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-server-"))
     with contextlib.ExitStack() as servers:
-        server = servers.enter_context(
+        targets: dict[str, ServerProcess] = {}
+        targets["server"] = servers.enter_context(
             start_server(
                 ["--log-level", args.log_level],
                 cwd=workdir,
@@ -301,42 +326,100 @@ def main() -> None:
                 cpu=args.server_cpu,
             )
         )
-        relay = (
-            servers.enter_context(
+        if args.checkout is not None:
+            olddir = workdir / "checkout"
+            olddir.mkdir()
+            targets["old"] = servers.enter_context(
+                start_server(
+                    ["--log-level", args.log_level],
+                    cwd=olddir,
+                    root=args.checkout.resolve(),
+                    log=olddir / "server.log",
+                    cpu=args.server_cpu,
+                )
+            )
+        if args.relay:
+            targets["relay"] = servers.enter_context(
                 start_server(module="bench.relay", cwd=workdir, cpu=args.server_cpu)
             )
-            if args.relay
-            else None
-        )
-        trio.run(run_level, server.port, 2, 1.0, server.pid)  # warm-up, not reported
-        if relay is not None:
-            trio.run(run_level, relay.port, 2, 1.0, relay.pid)
+        for target in targets.values():
+            trio.run(run_level, target.port, 2, 1.0, target.pid)  # warm-up, not reported
+        server = targets["server"]
         print(
             f"server: {' '.join(server.command[1:])}  "
             f"(pinned to CPU {args.server_cpu}: {server.pinned})"
         )
+        if args.checkout is not None:
+            print(f"old: the same, from {args.checkout.resolve()}")
         print(
             f"clients: one trio process on CPUs {sorted(os.sched_getaffinity(0))}, "
             f"think time {args.think_ms:g} ms"
         )
         print(
             f"{'':>6} {'games':>6} {'moves/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
-            f"{'server CPU':>10} {'CPU µs/move':>11} {'client CPU':>10} {'games done':>10}"
+            f"{'server CPU':>10} {'CPU µs/move':>11} {'client CPU':>10} {'games done':>10} "
+            f"{'load':>5}"
         )
         for concurrency in levels:
-            row = measure(server, "server", concurrency, args)
-            if relay is not None:
-                floor = measure(relay, "relay", concurrency, args)
-                ratio = row["server_cpu_us_per_move"] / max(1e-9, floor["server_cpu_us_per_move"])
-                print(f"{'':>6} {concurrency:>6} server CPU per move = {ratio:.2f} x the relay's")
-                if args.json:
-                    print(json.dumps({"games": concurrency, "server_over_relay": ratio}))
+            runs: dict[str, list[float]] = {label: [] for label in targets}
+            for turn in range(args.repeat):
+                # Alternating who goes first: a drift in the machine's load hits all alike.
+                order = list(targets) if turn % 2 == 0 else list(reversed(targets))
+                row = {
+                    label: measure(targets[label], label, concurrency, args)[
+                        "server_cpu_us_per_move"
+                    ]
+                    for label in order
+                }
+                for label, per_move in row.items():
+                    runs[label].append(per_move)
+                if args.relay:
+                    for label in targets:
+                        if label != "relay":
+                            print(
+                                f"{'':>6} {concurrency:>6} {label} CPU per move = "
+                                f"{row[label] / max(1e-9, row['relay']):.2f} x the relay's"
+                            )
+            if args.repeat > 1 or args.relay:
+                summarise(concurrency, runs, args.json)
+
+
+def summarise(concurrency: int, runs: dict[str, list[float]], as_json: bool) -> None:
+    """Each target's median CPU per move over the runs; with the relay, each one's ratio per
+    run (to the relay's run of the same turn) as median and range."""
+    for label, figures in runs.items():
+        line = (
+            f"{'':>6} {concurrency:>6} {label}: median {statistics.median(figures):.0f} µs/move "
+            f"({min(figures):.0f}-{max(figures):.0f}, {len(figures)} runs)"
+        )
+        ratios: list[float] = []
+        if "relay" in runs and label != "relay":
+            ratios = [
+                mine / max(1e-9, floor) for mine, floor in zip(figures, runs["relay"], strict=True)
+            ]
+            line += (
+                f"; x the relay: median {statistics.median(ratios):.2f} "
+                f"({min(ratios):.2f}-{max(ratios):.2f})"
+            )
+        print(line)
+        if as_json:
+            summary: dict[str, object] = {
+                "games": concurrency,
+                "target": label,
+                "median_us_per_move": statistics.median(figures),
+                "runs_us_per_move": figures,
+            }
+            if ratios:
+                summary["median_over_relay"] = statistics.median(ratios)
+                summary["runs_over_relay"] = ratios
+            print(json.dumps(summary))
 
 
 def measure(
     target: ServerProcess, label: str, concurrency: int, args: argparse.Namespace
 ) -> dict[str, float]:
     """One level against `target` (the server or the relay): print its row, return it."""
+    load = os.getloadavg()[0]  # at the run's start: other jobs on the machine
     stats, window = trio.run(
         run_level,
         target.port,
@@ -355,7 +438,8 @@ def measure(
     per_move = window.server_cpu / max(1, stats.moves) * 1e6
     print(
         f"{label:>6} {concurrency:>6} {rate:>9.0f} {p50:>8.2f} {p99:>8.2f} {worst:>8.2f} "
-        f"{server_cpu:>10.2f} {per_move:>11.0f} {client_cpu:>10.2f} {stats.games:>10}"
+        f"{server_cpu:>10.2f} {per_move:>11.0f} {client_cpu:>10.2f} {stats.games:>10} "
+        f"{load:>5.1f}"
     )
     row = {
         "games": concurrency,
@@ -367,6 +451,7 @@ def measure(
         "server_cpu_us_per_move": per_move,
         "client_cpu": client_cpu,
         "games_done": stats.games,
+        "load": load,
     }
     if args.json:
         print(json.dumps({"target": label, **row}))

@@ -115,6 +115,9 @@ class Connection:
         self._queued_bytes = 0
         self._nursery: trio.Nursery | None = None  # run()'s, for the writer task
         self._writer_started = False
+        # What is left to write of "</protocol>" once written without the writer task; None:
+        # the writer task writes all of it.
+        self._closing: bytes | None = None
         # What the lobby sent during the handler now running (server/batch.py), or None.
         self._corked: list[tuple[bytes, Callable[[float], None] | None]] | None = None
 
@@ -248,7 +251,13 @@ class Connection:
                         await self._lobby.wait_for_held_answers(self)
                 self._leave_lobby(cause)
                 self._outbox_in.close()
-                self._start_writer()  # it writes what is queued, then "</protocol>"
+                if not self._writer_started and not self._abort:
+                    # Nothing is queued (it would have started the writer): "</protocol>"
+                    # goes straight to the socket, as messages do, and the writer task (a
+                    # task per connection, two a game) only writes what did not fit.
+                    self._write_closing()
+                if self._closing:
+                    self._start_writer()  # it writes what is queued, then "</protocol>"
                 self._write_scope.deadline = min(
                     self._write_scope.deadline, trio.current_time() + CLOSE_GRACE
                 )
@@ -258,6 +267,16 @@ class Connection:
             # Cancelled from outside (server stop): the lobby must still forget this peer.
             self._leave_lobby(DisconnectCause.INITIATED_DISCONNECT)
             await self._transport.aclose()
+
+    def _write_closing(self) -> None:
+        """Hand "</protocol>" to the socket now; what it does not take stays in `_closing`."""
+        closing = self._protocol.close()
+        try:
+            written = self._transport.try_write(closing)
+        except trio.BrokenResourceError:
+            self._stop(DisconnectCause.LOST_CONNECTION, abort=True)
+            written = len(closing)  # the client is gone: nothing left to write
+        self._closing = closing[written:]
 
     def _leave_lobby(self, cause: DisconnectCause) -> None:
         self._accepting = False
@@ -484,7 +503,9 @@ class Connection:
                     # A write that never waited is still a checkpoint: one busy writer cannot
                     # hog the loop.
                     await trio.lowlevel.checkpoint()
-                await transport.send_all(protocol.close())
+                await transport.send_all(
+                    protocol.close() if self._closing is None else self._closing
+                )
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self._stop(DisconnectCause.LOST_CONNECTION, abort=True)
             except Exception:

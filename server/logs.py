@@ -151,13 +151,41 @@ class ServerLogger:
         own = _server_log.get()
         return self._process if own is None else own.logger
 
+    def _plain(self, level: int, method: str, event: str, values: dict[str, Any]) -> bool:
+        """The line made here when its logger is the plain console line into a
+        BufferedLogger (the server's own log): what structlog's bound logger would do with
+        those two processors, without its layers per call (the move's line is logged once
+        per move). False, and nothing done, for any other configuration (JSON, a terminal,
+        `structlog.testing.capture_logs`, which empties the processor list in place)."""
+        own = _server_log.get()
+        bound = self._process.bind() if own is None else own.logger
+        sink = getattr(bound, "_logger", None)
+        processors: list[Any] = getattr(bound, "_processors", [])
+        enabled = getattr(bound, "is_enabled_for", None)
+        if (
+            enabled is None
+            or type(sink) is not BufferedLogger
+            or len(processors) != 2
+            or processors[1] is not plain_line
+            or processors[0] is not _merge_contextvars
+        ):
+            return False
+        if enabled(level):
+            event_dict = bound._context.copy()
+            event_dict.update(values)
+            event_dict["event"] = event
+            sink.msg(plain_line(sink, method, _merge_contextvars(sink, method, event_dict)))
+        return True
+
     def debug(self, event: str, *args: Any, **values: Any) -> None:
         """A line at level debug."""
-        self._target().debug(event, *args, **values)
+        if args or not self._plain(logging.DEBUG, "debug", event, values):
+            self._target().debug(event, *args, **values)
 
     def info(self, event: str, *args: Any, **values: Any) -> None:
         """A line at level info."""
-        self._target().info(event, *args, **values)
+        if args or not self._plain(logging.INFO, "info", event, values):
+            self._target().info(event, *args, **values)
 
     def warning(self, event: str, *args: Any, **values: Any) -> None:
         """A line at level warning."""
@@ -289,6 +317,7 @@ def truncate(text: str, limit: int = MAX_LOGGED_CHARS) -> str:
 
 
 _now = datetime.datetime.now
+_merge_contextvars = structlog.contextvars.merge_contextvars
 _format_exc_info = structlog.processors.format_exc_info
 
 

@@ -7,12 +7,12 @@ from functools import cache
 
 import pytest
 
-from analysis import Analyser, Game, Settings
+from analysis import Analyser, Game, Settings, model
 from analysis import game as game_module
 from analysis.report import json_text, ndjson_line
 from bots import SearchBot
-from bots.search import DECIDED
-from engine import GameState, Move, Team
+from bots.search import DECIDED, RootAnalysis
+from engine import Direction, GameState, Move, Team
 
 
 @cache
@@ -120,3 +120,43 @@ def test_identical_output_across_runs_and_concurrency(monkeypatch: pytest.Monkey
     assert len(document["moves"]) == 6
     assert len(document["graph"]) == 7
     assert json.loads(ndjson_line(analysis)) == document
+
+
+def test_the_second_look_asks_for_twice_the_nodes_only_near_the_mistake_threshold() -> None:
+    settings = Settings(nodes=4000)
+    near = game_module.SECOND_LOOK[0] + 0.01
+    best, other = Move(0, 1, Direction.UP), Move(0, 2, Direction.UP)
+
+    # The played move's score that gives away `loss`: P(best) = P(0) = 0.5, P(played) = 0.5 - loss.
+    def played_for(loss: float) -> int:
+        score = model.score_for(0.5 - loss)
+        assert score is not None
+        return score
+
+    def first(played_score: int, previous: tuple[int, int | None] | None = None) -> RootAnalysis:
+        return RootAnalysis(4, 4001, best, 0, other, played_score, None, previous)
+
+    assert game_module.second_look(first(played_for(near)), settings) == 8000
+    assert game_module.second_look(first(played_for(0.005)), settings) is None  # clearly fine
+    assert game_module.second_look(first(played_for(0.3)), settings) is None  # clearly bad
+    # Near the threshold one depth shallower only: looked at too.
+    assert game_module.second_look(first(-5, (0, played_for(0.12))), settings) == 8000
+    # A depth bound alone never looks (no nodes to multiply).
+    assert game_module.second_look(first(played_for(near)), Settings(nodes=None, depth=3)) is None
+
+
+def test_the_second_look_continues_the_search_to_what_a_fresh_search_at_its_bound_gives() -> None:
+    # The continuation (one search) must answer what two searches would: at N, then, if the
+    # rule asks, a fresh one at its bound — the bench replays the rule that way on its traces.
+    game = short_game()
+    states = game.states()
+    settings = Settings(nodes=1500)
+    looked = 0
+    for state, played in zip(states, game.moves, strict=False):
+        answer, _ = game_module.analyse_position(state, played, settings)
+        first = SearchBot(0, max_nodes=1500).analyse(state, played)
+        bound = game_module.second_look(first, settings)
+        expected = first if bound is None else SearchBot(0, max_nodes=bound).analyse(state, played)
+        looked += bound is not None
+        assert answer.with_only_move(False) == expected.with_only_move(False)
+    assert looked, "no position of the game was near the threshold: the test tests nothing"

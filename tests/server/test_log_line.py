@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import datetime
 import enum
+import io
+import logging
 from typing import Any
 
 import pytest
 import structlog
 
 from server import logs
-from server.logs import MAX_LOGGED_CHARS, bound_values, plain_line
+from server.logs import MAX_LOGGED_CHARS, ServerLog, bound_values, configure_logging, plain_line
+from tests.helpers.logs import restored_logging
 
 
 def _render_plain(_logger: object, _method: str, event_dict: structlog.typing.EventDict) -> str:
@@ -96,3 +99,47 @@ def test_plain_line_renders_a_traceback_as_the_chain(method: str) -> None:
         assert line == _chain(method, dict(event))
     assert "ValueError: boom" in line
     assert line.split("\n")[0].startswith("2026-12-01T19:30:00.123456 [error    ]")
+
+
+@pytest.mark.usefixtures("frozen_now")
+@pytest.mark.parametrize(("method", "event_dict"), [c for c in CASES if c[0] in ("info", "debug")])
+def test_server_logger_short_cut_writes_structlogs_line(
+    method: str, event_dict: dict[str, Any]
+) -> None:
+    """ServerLogger.info/debug make a plain line themselves (`_plain`), skipping structlog's
+    bound logger: the line is the one the bound logger writes, and the level still filters."""
+    values = dict(event_dict)
+    event = values.pop("event")
+    short, through = io.StringIO(), io.StringIO()
+    for stream, level in ((short, "debug"), (through, "debug")):
+        server_log = ServerLog(stream, level)
+        with server_log.serving():
+            if stream is short:
+                logger = logs.get_logger("t")
+                getattr(logger, method)(event, **values)
+                assert logger._plain(logging.NOTSET, method, "", {})  # the short cut, filtered
+            else:
+                getattr(server_log.logger, method)(event, **values)  # structlog's own way
+    assert short.getvalue() == through.getvalue()
+    assert short.getvalue().startswith("2026-12-01T19:30:00.123456 [")
+    quiet = io.StringIO()
+    with ServerLog(quiet, "warning").serving():
+        getattr(logs.get_logger("t"), method)(event, **values)
+    assert quiet.getvalue() == ""
+
+
+def test_server_logger_short_cut_leaves_captured_logs_to_structlog(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The process's plain logging into a BufferedLogger takes the short cut; capture_logs
+    empties its processors in place, and the short cut must then step aside."""
+    with restored_logging():
+        configure_logging("console", "info", cache=False)  # stderr, no terminal: buffered
+        log = logs.get_logger("t")
+        with structlog.testing.capture_logs() as captured:
+            log.info("move", room="r", ms=0.5)
+        log.info("after", room="r")
+        logs.flush_logs()
+    assert captured == [{"event": "move", "room": "r", "ms": 0.5, "log_level": "info"}]
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" ", 1)[1] for line in lines] == [f"[info     ] {'after':<30} room=r"]

@@ -1,0 +1,164 @@
+"""Instructions per move (callgrind), which the machine's load does not move: the game server
+and `bench.server`'s clients in ONE process, against the same clients on `bench.relay`.
+
+`bench.server --relay` times the server in its own process, but on a shared machine its CPU
+per move moves with the load and with the throughput (more moves per wake-up cost less each);
+a change of a few per cent is lost in that. Here the server (`server.app.serve`, logging at
+info into /dev/null through a `ServerLog`, as a server logs into a file) or the relay runs
+in-process with `GAMES` prepared games of the first-legal-move clients, `--concurrency` at a
+time, under `valgrind --tool=callgrind`. Two runs of different lengths cancel start-up and
+imports: (instructions(long) - instructions(short)) / (moves(long) - moves(short)). The count
+includes the clients' work (the same for every target; every game is played on the relay's
+board, so every run and checkout plays the same games), so compare the server's figure with
+the relay's *difference*, and an old checkout's with this one's.
+
+Run:  .venv/bin/python -m bench.server_instructions [--games 20] [--checkout OLD_CHECKOUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import trio
+
+REPO = Path(__file__).resolve().parents[1]
+_COLLECTED = re.compile(rb"Collected : (\d+)")
+
+
+async def _play_games(games: int, concurrency: int, relay: bool) -> int:
+    """`games` games against an in-process server (or relay); the moves played."""
+    from bench.relay import BOARD_SEED
+    from bench.server import Game, Stats, play
+    from client import open_session
+    from protocol.events import SlotDescriptor
+
+    password = "bench"
+    stats = Stats(start=-math.inf, deadline=math.inf)
+    slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
+    async with trio.open_nursery() as nursery:
+        if relay:
+            from bench.relay import Relay
+
+            handler = Relay().serve_connection
+            listeners = await nursery.start(
+                lambda task_status: trio.serve_tcp(
+                    handler, 0, host="127.0.0.1", task_status=task_status
+                )
+            )
+            port = listeners[0].socket.getsockname()[1]
+        else:
+            from server.app import serve
+            from server.config import load_settings
+
+            workdir = Path(tempfile.mkdtemp(prefix="bench-instructions-"))
+            settings = load_settings(["--port", "0", "--password", password], workdir)
+            port = await nursery.start(
+                lambda task_status: serve(settings, task_status=task_status, handle_signals=False)
+            )
+        left = games
+        async with open_session("127.0.0.1", port, password=password) as admin:
+            lock = trio.Lock()
+
+            async def loop() -> None:
+                nonlocal left
+                while left > 0:
+                    left -= 1
+                    async with lock:
+                        # Every game on the relay's board: the same games in every run,
+                        # whichever checkout, so the counts differ only by the code.
+                        prepared = await admin.prepare(slots, seed=BOARD_SEED)
+                        first, second = prepared.reservations
+                    game = Game()
+                    async with trio.open_nursery() as pair:
+                        pair.start_soon(play, port, first, game, stats)
+                        pair.start_soon(play, port, second, game, stats)
+
+            async with trio.open_nursery() as loops:
+                for _ in range(concurrency):
+                    loops.start_soon(loop)
+        nursery.cancel_scope.cancel()
+    return stats.moves
+
+
+def _inner(games: int, concurrency: int, relay: bool) -> None:
+    from server import logs
+
+    # What would make the count depend on the wall clock (and so on the load): trio's
+    # scheduler shuffles each batch of tasks (its private generator, seeded here), and the
+    # log's flusher thread wakes every FLUSH_SECONDS (here only the FLUSH_LINES rule flushes).
+    trio._core._run._r.seed(2026)
+    logs.FLUSH_SECONDS = 3600.0
+    with open(os.devnull, "w") as sink, logs.ServerLog(sink, "info").serving():
+        moves = trio.run(_play_games, games, concurrency, relay)
+    print(f"moves {moves}")
+
+
+def _count(root: Path, games: int, concurrency: int, relay: bool) -> tuple[int, int]:
+    """(instructions, moves) of one run under callgrind, the code from checkout `root`."""
+    arguments = ["--inner", str(games), "--concurrency", str(concurrency)]
+    arguments += ["--relay"] if relay else []
+    # This file run by path, from an empty directory: `bench`, `server` ... all come from
+    # PYTHONPATH (`root`), not from this checkout nor from the file's own directory.
+    run = (
+        f"import runpy, sys; sys.argv = {[__file__, *arguments]!r}; "
+        f"runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')"
+    )
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    command += [sys.executable, "-c", run]
+    with tempfile.TemporaryDirectory() as empty:
+        done = subprocess.run(
+            command,
+            cwd=empty,
+            env=dict(os.environ, PYTHONPATH=str(root)),
+            capture_output=True,
+            check=True,
+        )
+    collected = _COLLECTED.search(done.stderr)
+    moves = re.search(rb"moves (\d+)", done.stdout)
+    if collected is None or moves is None:
+        raise SystemExit(f"no count in the output: {done.stderr[-500:]!r}")
+    return int(collected[1]), int(moves[1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--games", type=int, default=20, help="games of the longer run")
+    parser.add_argument("--concurrency", type=int, default=10, help="games at a time")
+    parser.add_argument("--checkout", type=Path, help="also count this checkout's server")
+    parser.add_argument("--inner", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--relay", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner is not None:
+        _inner(args.inner, args.concurrency, args.relay)
+        return
+    short = max(args.concurrency, args.games // 4)
+    targets = [("server", REPO, False)]
+    if args.checkout is not None:
+        targets.append(("old", args.checkout.resolve(), False))
+    targets.append(("relay", REPO, True))
+    figures: dict[str, float] = {}
+    for label, root, relay in targets:
+        low, low_moves = _count(root, short, args.concurrency, relay)
+        high, high_moves = _count(root, args.games, args.concurrency, relay)
+        figures[label] = (high - low) / max(1, high_moves - low_moves)
+        print(
+            f"{label:>6}: {figures[label]:,.0f} instructions per move, clients included "
+            f"({high_moves - low_moves} moves between runs of {short} and {args.games} games)"
+        )
+    for label in figures:
+        if label != "relay":
+            print(
+                f"{label:>6}: {figures[label] - figures['relay']:,.0f} instructions per move "
+                "more than the relay"
+            )
+
+
+if __name__ == "__main__":
+    main()
