@@ -171,18 +171,19 @@ def test_a_killed_docker_league_resumes_and_plays_every_game_once(
     path = league_file(tmp_path)
     config = load_league(path)
     league = piranhas_league("run", str(path), "--mode", "docker")
-    # Kill it hard while bots run in containers: after its first result is stored.
-    deadline = time.monotonic() + 300
-    while True:
-        assert league.poll() is None, league.communicate()
-        assert time.monotonic() < deadline, "no game finished"
-        if config.database.exists():
-            done = sqlite3.connect(config.database).execute("SELECT count(*) FROM results")
-            if done.fetchone()[0] >= 1 and labelled_containers():
+    # Kill it hard while bots run in containers: after its first result is stored. Killed
+    # on a failure too: a run left playing would start containers under the next tests.
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert league.poll() is None, league.communicate()
+            assert time.monotonic() < deadline, "no game finished"
+            if stored_results(config.database) >= 1 and labelled_containers():
                 break
-        time.sleep(0.2)
-    league.send_signal(signal.SIGKILL)
-    league.communicate(timeout=60)
+            time.sleep(0.2)
+    finally:
+        league.send_signal(signal.SIGKILL)
+        league.communicate(timeout=60)
 
     code, out, err = finish(piranhas_league("run", str(path), "--mode", "docker"))
     assert code == 0, f"{out}\n{err}"
@@ -193,6 +194,19 @@ def test_a_killed_docker_league_resumes_and_plays_every_game_once(
         .fetchall()
     )
     assert len(rows) == len(set(rows)) == 12
+
+
+def stored_results(database: Path) -> int:
+    """The results stored so far; 0 before the store made its tables (the file exists from
+    the store's first connection, its schema a moment later)."""
+    if not database.exists():
+        return 0
+    try:
+        return int(sqlite3.connect(database).execute("SELECT count(*) FROM results").fetchone()[0])
+    except sqlite3.OperationalError as error:
+        if "no such table" not in str(error):
+            raise
+        return 0
 
 
 COMPOSE = Path("/usr/bin/docker-compose")
