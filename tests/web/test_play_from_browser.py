@@ -182,26 +182,33 @@ async def test_play_from_a_position_whose_last_move_cannot_have_led_there_says_w
         assert "/replays" in await browser.run(lambda: page.url)
 
 
+async def play_two_moves_against_the_quick_bot(running: Running, browser: BrowserThread) -> Any:
+    """A replay's first position played on against the quick bot: two moves of the person by
+    clicks, the bot answering each. Returns the page; the bot's second answer is not awaited."""
+    states, _ = random_game(seed=21)
+    path = replay_file(running.viewer.settings.replay_dir, states)
+    page = await browser.new_page()
+    await browser.run(lambda: page.goto(f"{running.url}/replays#file={path.name}&turn=0"))
+    await browser.run(lambda: page.wait_for_selector('svg#board[data-index="0"]'))
+    await browser.run(
+        lambda: page.wait_for_selector('#play-bot option[value="quick"]', state="attached")
+    )
+    await browser.run(lambda: page.select_option("#play-bot", "quick"))
+    await browser.run(lambda: page.click("#play-here"))
+    for turn in (0, 2):
+        await browser.run(
+            page.wait_for_selector, f'svg#board[data-turn="{turn}"][data-my-turn="1"]'
+        )
+        await browser.run(lambda: page.click("g.cell.selectable"))
+        await browser.run(lambda: page.click("g.cell.target"))
+    return page
+
+
 async def test_the_play_page_lists_the_moves_looks_back_flips_and_downloads(
     running: Running, browser: BrowserThread
 ) -> None:
-    states, _ = random_game(seed=21)
-    path = replay_file(running.viewer.settings.replay_dir, states)
     with trio.fail_after(60):
-        page = await browser.new_page()
-        await browser.run(lambda: page.goto(f"{running.url}/replays#file={path.name}&turn=0"))
-        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="0"]'))
-        await browser.run(
-            lambda: page.wait_for_selector('#play-bot option[value="quick"]', state="attached")
-        )
-        await browser.run(lambda: page.select_option("#play-bot", "quick"))
-        await browser.run(lambda: page.click("#play-here"))
-        # Two moves of the person by clicks, the bot answering each.
-        for turn in (0, 2):
-            shown = f'svg#board[data-turn="{turn}"][data-my-turn="1"]'
-            await browser.run(page.wait_for_selector, shown)
-            await browser.run(lambda: page.click("g.cell.selectable"))
-            await browser.run(lambda: page.click("g.cell.target"))
+        page = await play_two_moves_against_the_quick_bot(running, browser)
         await browser.run(
             lambda: page.wait_for_selector('svg#board[data-turn="4"][data-my-turn="1"]')
         )
@@ -255,23 +262,8 @@ async def test_the_play_page_analyses_the_game_so_far_marks_and_graph(
     running: Running, browser: BrowserThread
 ) -> None:
     running.viewer.analyses.settings = AnalysisSettings(nodes=1000)
-    states, _ = random_game(seed=21)
-    path = replay_file(running.viewer.settings.replay_dir, states)
     with trio.fail_after(60):
-        page = await browser.new_page()
-        await browser.run(lambda: page.goto(f"{running.url}/replays#file={path.name}&turn=0"))
-        await browser.run(lambda: page.wait_for_selector('svg#board[data-index="0"]'))
-        await browser.run(
-            lambda: page.wait_for_selector('#play-bot option[value="quick"]', state="attached")
-        )
-        await browser.run(lambda: page.select_option("#play-bot", "quick"))
-        await browser.run(lambda: page.click("#play-here"))
-        for turn in (0, 2):
-            await browser.run(
-                page.wait_for_selector, f'svg#board[data-turn="{turn}"][data-my-turn="1"]'
-            )
-            await browser.run(lambda: page.click("g.cell.selectable"))
-            await browser.run(lambda: page.click("g.cell.target"))
+        page = await play_two_moves_against_the_quick_bot(running, browser)
         await browser.run(lambda: page.wait_for_selector('#move-list tr.move[data-index="4"]'))
         assert await browser.run(lambda: page.is_hidden("#advantage"))
         (player,) = running.viewer.humans.values()
