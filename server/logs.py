@@ -316,16 +316,43 @@ def truncate(text: str, limit: int = MAX_LOGGED_CHARS) -> str:
     return f"{text[:limit]}…[{len(text) - limit} more chars]"
 
 
-_now = datetime.datetime.now
 _merge_contextvars = structlog.contextvars.merge_contextvars
 _format_exc_info = structlog.processors.format_exc_info
+_clock_ns = time.time_ns
+_local = datetime.datetime.fromtimestamp
+
+# The last second's local time text: `_timestamp` appends the microseconds (one tuple, so a
+# thread sees either second with its text).
+_second: tuple[int, str] = (-1, "")
+
+
+def _timestamp() -> str:
+    """`datetime.datetime.now().isoformat()`, with the second's text made once a second
+    (now() and isoformat() were a quarter of a line): now() floors the clock to microseconds,
+    and isoformat() leaves out a zero fraction, as here."""
+    global _second
+    second, nanoseconds = divmod(_clock_ns(), 1_000_000_000)
+    cached = _second
+    if cached[0] != second:
+        cached = _second = (second, _local(second).isoformat())
+    micro = nanoseconds // 1000
+    return "%s.%06d" % (cached[1], micro) if micro else cached[1]  # (faster than an f-string)
+
+
+# " [level    ] event (padded to 30) " by (level, event): the events are the code's literals.
+_HEADS: dict[tuple[str, str], str] = {}
+_HEADS_SIZE = 1024
+# "key=value" by (key, value) for text values, which repeat from line to line (a room's id,
+# a team, a peer): a look-up instead of the checks and the formatting. Cleared when full.
+_FIELDS: dict[tuple[str, str], str] = {}
+_FIELDS_SIZE = 4096
 
 
 def plain_line(logger: object, method: str, event_dict: structlog.typing.EventDict) -> str:
     """The plain console line: what bound_values, add_log_level, TimeStamper(fmt="iso") (local
     time), format_exc_info and a renderer of `TIME [level] event key=value ...` would make of
     `event_dict`, in one call (tests/server/test_log_line.py compares it with that chain)."""
-    timestamp = _now().isoformat()
+    timestamp = _timestamp()
     exception = event_dict.pop("exception", None)
     if isinstance(exception, str) and len(exception) > MAX_LOGGED_CHARS:
         exception = truncate(exception)
@@ -338,23 +365,42 @@ def plain_line(logger: object, method: str, event_dict: structlog.typing.EventDi
     if isinstance(event, str) and len(event) > MAX_LOGGED_CHARS:
         event = truncate(event)
     fields = []
-    for key, value in event_dict.items():
-        if type(value) is str:
-            if len(value) > MAX_LOGGED_CHARS:
-                value = truncate(value)
-            # Quote only what would be ambiguous in key=value form.
-            if not value or " " in value or "=" in value:
-                value = repr(value)
-        elif isinstance(value, str):
+    for item in event_dict.items():
+        if type(item[1]) is str:
+            text = _FIELDS.get(item)
+            if text is None:
+                text = _text_field(*item)
+            fields.append(text)
+            continue
+        key, value = item
+        if isinstance(value, str):
             if len(value) > MAX_LOGGED_CHARS:
                 value = truncate(value)
             value = _plain_value(value)
         else:
             value = repr(value)
         fields.append(f"{key}={value}")
-    level = "warning" if method == "warn" else "error" if method == "exception" else method
-    line = f"{timestamp} [{level:<9}] {event!s:<30} {' '.join(fields)}".rstrip()
+    head = _HEADS.get((method, event)) if type(event) is str else None
+    if head is None:
+        level = "warning" if method == "warn" else "error" if method == "exception" else method
+        head = f" [{level:<9}] {event!s:<30} "
+        if type(event) is str:
+            if len(_HEADS) >= _HEADS_SIZE:
+                _HEADS.clear()  # (threads: a lost entry is only made again)
+            _HEADS[(method, event)] = head
+    line = (timestamp + head + " ".join(fields)).rstrip()
     return f"{line}\n{exception}" if exception else line
+
+
+def _text_field(key: str, value: str) -> str:
+    """ "key=value" of plain_line for a `str` value (kept in _FIELDS unless it was cut)."""
+    if len(value) > MAX_LOGGED_CHARS:
+        return f"{key}={_plain_value(truncate(value))}"
+    text = f"{key}={_plain_value(value)}"
+    if len(_FIELDS) >= _FIELDS_SIZE:
+        _FIELDS.clear()  # (threads: a lost entry is only made again)
+    _FIELDS[(key, value)] = text
+    return text
 
 
 def _plain_value(value: object) -> str:

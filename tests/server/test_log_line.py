@@ -79,12 +79,42 @@ def frozen_now(monkeypatch: pytest.MonkeyPatch) -> None:
             return cls.fromtimestamp(moment.timestamp(), tz)
 
     monkeypatch.setattr(datetime, "datetime", Frozen)
-    monkeypatch.setattr(logs, "_now", Frozen.now)
+    # The short cut's clock: the same instant in nanoseconds (789 of them below a microsecond).
+    second = int(moment.replace(microsecond=0).timestamp())
+    monkeypatch.setattr(logs, "_clock_ns", lambda: second * 1_000_000_000 + 123_456_789)
+
+
+@pytest.mark.parametrize(
+    "nanoseconds",
+    [
+        0,
+        999,  # below a microsecond: floored, as datetime.now() does
+        1_000,
+        123_456_789,
+        999_999_999,  # the last microsecond of a second, then the next second
+        1_000_000_000,
+    ],
+)
+@pytest.mark.parametrize("second", [1_796_000_000, 1_796_000_001, 1_711_846_799, 1_711_846_800])
+def test_timestamp_is_datetime_now_isoformat(
+    monkeypatch: pytest.MonkeyPatch, second: int, nanoseconds: int
+) -> None:
+    """`_timestamp` (the second's text cached) is what `datetime.now().isoformat()` gives for
+    the same clock, a zero fraction left out included (the seconds around a daylight-saving
+    change in Europe among them)."""
+    moment = second * 1_000_000_000 + nanoseconds
+    monkeypatch.setattr(logs, "_clock_ns", lambda: moment)
+    seconds, rest = divmod(moment, 1_000_000_000)
+    expected = datetime.datetime.fromtimestamp(seconds).replace(microsecond=rest // 1000)
+    assert logs._timestamp() == expected.isoformat()
+    assert logs._timestamp() == expected.isoformat()  # from the cached second
 
 
 @pytest.mark.usefixtures("frozen_now")
 @pytest.mark.parametrize(("method", "event_dict"), CASES)
 def test_plain_line_is_the_chains_line(method: str, event_dict: dict[str, Any]) -> None:
+    assert plain_line(None, method, dict(event_dict)) == _chain(method, dict(event_dict))
+    # Again, its head and text fields from plain_line's caches now.
     assert plain_line(None, method, dict(event_dict)) == _chain(method, dict(event_dict))
 
 
