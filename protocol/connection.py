@@ -113,7 +113,7 @@ class ServerConnection:
         if last is not None and last[0] is message:
             body = last[1]
         else:
-            body = message.to_xml(1).encode()
+            body = message.to_bytes(1)
             _last_rendered = (message, body)
         return self._writer.packet_bytes(body)
 

@@ -34,6 +34,10 @@ class _Message:
     def to_xml(self, indent: int = 0) -> str:
         return render_standalone(self.node(), indent)
 
+    def to_bytes(self, indent: int = 0) -> bytes:
+        """`to_xml(indent)` encoded (UTF-8, as the stream is)."""
+        return self.to_xml(indent).encode()
+
 
 def _room(room_id: str, data: Node) -> Node:
     return ("room", (("roomId", room_id),), (data,))
@@ -109,6 +113,9 @@ class MoveRequest(_Message):
     def to_xml(self, indent: int = 0) -> str:
         return _move_request_xml(self.room_id, indent)
 
+    def to_bytes(self, indent: int = 0) -> bytes:
+        return _move_request_bytes(self.room_id, indent)
+
 
 @functools.lru_cache(maxsize=4096)
 def _move_request_xml(room_id: str, indent: int) -> str:
@@ -119,6 +126,11 @@ def _move_request_xml(room_id: str, indent: int) -> str:
         f'{pad}<room roomId="{escape_attr(room_id)}">\n'
         f'{pad}{INDENT}<data class="moveRequest"/>\n{pad}</room>'
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _move_request_bytes(room_id: str, indent: int) -> bytes:
+    return _move_request_xml(room_id, indent).encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +153,9 @@ class Memento(_Message):
 
     def to_xml(self, indent: int = 0) -> str:
         return _memento_xml(self.room_id, self.state, indent)
+
+    def to_bytes(self, indent: int = 0) -> bytes:
+        return _memento_bytes(self.room_id, self.state, indent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +387,14 @@ def state_xml(state: GameState, depth: int, room_id: str | None = None) -> str:
 
 
 def _render_state(state: GameState, depth: int, room_id: str | None = None) -> str:
+    return (
+        f"{_state_open(state, depth)}{_state_board_xml(state, depth + 1, room_id)}"
+        f"\n{INDENT * depth}</state>"
+    )
+
+
+def _state_open(state: GameState, depth: int) -> str:
+    """The state's lines before its board (whose first line's indentation included)."""
     inner = "\n" + INDENT * (depth + 1)
     first_union = state.first_union
     union = "" if first_union is None else f' firstUnion="{first_union._name_}"'
@@ -385,10 +408,7 @@ def _render_state(state: GameState, depth: int, room_id: str | None = None) -> s
             f'{inner}<lastMove>{deeper}<from x="{move.x}" y="{move.y}"/>'
             f"{deeper}<direction>{move.direction._name_}</direction>{inner}</lastMove>"
         )
-    return (
-        f'<state class="state" startTeam="ONE" turn="{state.turn}"{union}>{last}{inner}'
-        f"{_state_board_xml(state, depth + 1, room_id)}\n{INDENT * depth}</state>"
-    )
+    return f'<state class="state" startTeam="ONE" turn="{state.turn}"{union}>{last}{inner}'
 
 
 # Rendered rows by (depth, width, GameState.row_keys() entry) for boards rendered without a
@@ -499,6 +519,90 @@ def _cached_rows_xml(
 def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
     head, tail = _memento_frame(room_id, depth)
     return head + state_xml(state, depth + 2, room_id) + tail
+
+
+# A memento as the stream's bytes (`Memento.to_bytes`, once per move for the players): the
+# board last sent in each room (room id, depth) is kept encoded, with its width, height and
+# bitboards. Every field's name has the same length (below), so a field sits at a fixed
+# offset: the fields a move changed are written over in a copy, and the memento is four
+# pieces joined, without rendering, joining and encoding the board's 120 lines. Entries
+# are replaced, never changed (threads may render the same room). Cleared when full.
+_FIELD_NAMES = {state.name: state.name.encode() for state in FieldState}
+_FIELD_NAME_BYTES = len(next(iter(_FIELD_NAMES.values())))
+_FIXED_FIELDS = all(len(name) == _FIELD_NAME_BYTES for name in _FIELD_NAMES.values())
+_ROOM_BOARD_BYTES: dict[tuple[str, int], tuple[int, int, tuple[int, ...], bytes]] = {}
+
+
+@functools.lru_cache(maxsize=64)
+def _field_offsets(depth: int, width: int) -> tuple[int, int, int]:
+    """For a board at `depth` with rows of `width` fields: the offset of field (0, 0)'s name
+    in the board's bytes, and the bytes per row and per field."""
+    fields, row_open, row_close, _, _ = _board_pieces(depth)
+    field_bytes = len(fields["EMPTY"].encode())
+    row_bytes = len(row_open.encode()) + width * field_bytes + len(row_close.encode())
+    first = len(b"<board>") + len(row_open.encode()) + fields["EMPTY"].encode().index(b"EMPTY")
+    return first, row_bytes, field_bytes
+
+
+def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
+    """`_memento_xml(room_id, state, depth).encode()`, from the room's last board."""
+    width, height = state.width, state.height
+    board_depth = depth + 3
+    if not _FIXED_FIELDS or width == 0 or height == 0:
+        return _memento_xml(room_id, state, depth).encode()
+    boards = state.bitboards()
+    slot = (room_id, depth)
+    previous = _ROOM_BOARD_BYTES.get(slot)
+    board: bytes | None = None
+    if previous is not None and previous[0] == width and previous[1] == height:
+        old_boards = previous[2]
+        one, two, squid, ge2, ge3 = boards
+        changed = (
+            (one ^ old_boards[0])
+            | (two ^ old_boards[1])
+            | (squid ^ old_boards[2])
+            | (ge2 ^ old_boards[3])
+            | (ge3 ^ old_boards[4])
+        )
+        stride = width + 1  # field (x, y) is bit y * (width + 1) + x
+        if not changed:
+            board = previous[3]
+        elif changed >> (height * stride) == 0:  # (else bits off the board: render it all)
+            patched = bytearray(previous[3])
+            first, row_bytes, field_bytes = _field_offsets(board_depth, width)
+            names = _FIELD_NAMES
+            while changed:
+                low = changed & -changed
+                changed ^= low
+                y, x = divmod(low.bit_length() - 1, stride)
+                if x == width:  # the padding column: not a field
+                    break
+                if low & squid:
+                    name = "SQUID"
+                elif low & (one | two):
+                    size = "L" if low & ge3 else "M" if low & ge2 else "S"
+                    name = ("ONE_" if low & one else "TWO_") + size
+                else:
+                    name = "EMPTY"
+                at = first + y * row_bytes + x * field_bytes
+                patched[at : at + _FIELD_NAME_BYTES] = names[name]
+            else:
+                board = bytes(patched)
+    if board is None:
+        board = board_xml(state.rows(), board_depth).encode()
+        if previous is None and len(_ROOM_BOARD_BYTES) >= _ROOM_BOARDS_SIZE:
+            _ROOM_BOARD_BYTES.clear()  # (threads: a lost entry is only rendered again)
+    _ROOM_BOARD_BYTES[slot] = (width, height, boards, board)
+    head, tail = _memento_frame_bytes(room_id, depth)
+    return b"".join((head, _state_open(state, depth + 2).encode(), board, tail))
+
+
+@functools.lru_cache(maxsize=4096)
+def _memento_frame_bytes(room_id: str, depth: int) -> tuple[bytes, bytes]:
+    """What comes before the state's opening and after its board in a memento of `room_id`
+    (once per room): the memento's frame, and the state's closing tag."""
+    head, tail = _memento_frame(room_id, depth)
+    return head.encode(), f"\n{INDENT * (depth + 2)}</state>{tail}".encode()
 
 
 @functools.lru_cache(maxsize=4096)

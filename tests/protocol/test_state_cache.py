@@ -125,3 +125,43 @@ def test_boards_rendered_from_the_room_cache_match_the_plain_rendering(
     assert memento.to_xml(1) == messages.Memento("other", games["room-0"]).to_xml(1).replace(
         'roomId="other"', 'roomId="room-0"'
     )
+
+
+def test_memento_bytes_from_the_room_board_are_the_rendered_mementos(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Memento.to_bytes writes the fields a move changed over the room's last board bytes:
+    # several games at once, interleaved, room ids reused by unrelated games (another board,
+    # a narrower, a lower one), the cache cleared often, depths 0 and 1, a state sent twice.
+    # Each time the bytes are the memento rendered from its rows, encoded.
+    monkeypatch.setattr(messages, "_ROOM_BOARDS_SIZE", 8)
+    monkeypatch.setattr(messages, "_ROOM_BOARD_BYTES", {})
+    games = {f"room-{seed % 4}": GameState.initial(seed) for seed in range(4)}
+    checked = reused = 0
+    for step in range(400):
+        room = f"room-{step % 4}"
+        state = games[room]
+        for depth in (0, 1, 1):
+            reused += (room, depth) in messages._ROOM_BOARD_BYTES
+            data = messages.Memento(room, state).to_bytes(depth)
+            messages._ROOM_BOARDS.clear()  # the string's way, from the rows
+            messages._STATE_CACHE.clear()
+            assert data == messages.Memento(room, state).to_xml(depth).encode()
+            checked += 1
+        if step % 97 == 0:  # a ninth (room, depth): the cache is cleared
+            messages.Memento("room-extra", state).to_bytes(2)
+        moves = state.legal_moves()
+        if state.is_over or step % 37 == 0:
+            games[room] = GameState.initial(step)  # a new game in the same room
+        elif step % 53 == 0:
+            games[room] = GameState.from_rows(state.rows()[0:3])  # another height
+        elif step % 41 == 0:
+            games[room] = GameState.from_rows([row[:-1] for row in state.rows()])  # width
+        else:
+            games[room] = state.apply(moves[step % len(moves)])
+    assert checked == 1200 and reused > 300, reused
+
+
+def test_every_field_name_has_the_same_length() -> None:
+    # What the memento's bytes rely on to patch a field in place (else: rendered each time).
+    assert messages._FIXED_FIELDS
