@@ -403,12 +403,24 @@ def _state_open(state: GameState, depth: int) -> str:
         last = ""
     else:
         # (_name_: Enum.name is a Python-level property; this runs once per move.)
-        deeper = inner + INDENT
-        last = (
-            f'{inner}<lastMove>{deeper}<from x="{move.x}" y="{move.y}"/>'
-            f"{deeper}<direction>{move.direction._name_}</direction>{inner}</lastMove>"
-        )
+        key = (depth, move.x, move.y, move.direction._name_)
+        last = _LAST_MOVES.get(key, "")
+        if not last:
+            deeper = inner + INDENT
+            last = (
+                f'{inner}<lastMove>{deeper}<from x="{move.x}" y="{move.y}"/>'
+                f"{deeper}<direction>{key[3]}</direction>{inner}</lastMove>"
+            )
+            if len(_LAST_MOVES) >= _LAST_MOVES_SIZE:
+                _LAST_MOVES.clear()  # (threads: a lost entry is only rendered again)
+            _LAST_MOVES[key] = last
     return f'<state class="state" startTeam="ONE" turn="{state.turn}"{union}>{last}{inner}'
+
+
+# A state's <lastMove> by (depth, x, y, direction name): a board has 100 fields and 8
+# directions. Cleared when full.
+_LAST_MOVES: dict[tuple[int, int, int, str], str] = {}
+_LAST_MOVES_SIZE = 4096
 
 
 # Rendered rows by (depth, width, GameState.row_keys() entry) for boards rendered without a
@@ -534,14 +546,18 @@ _ROOM_BOARD_BYTES: dict[tuple[str, int], tuple[int, int, tuple[int, ...], bytes]
 
 
 @functools.lru_cache(maxsize=64)
-def _field_offsets(depth: int, width: int) -> tuple[int, int, int]:
-    """For a board at `depth` with rows of `width` fields: the offset of field (0, 0)'s name
-    in the board's bytes, and the bytes per row and per field."""
+def _field_offsets(depth: int, width: int, height: int) -> dict[int, int]:
+    """For a board at `depth` of `width` × `height` fields: the offset of each field's name in
+    the board's bytes, by the field's bit (y * (width + 1) + x, as GameState.bitboards)."""
     fields, row_open, row_close, _, _ = _board_pieces(depth)
     field_bytes = len(fields["EMPTY"].encode())
     row_bytes = len(row_open.encode()) + width * field_bytes + len(row_close.encode())
     first = len(b"<board>") + len(row_open.encode()) + fields["EMPTY"].encode().index(b"EMPTY")
-    return first, row_bytes, field_bytes
+    return {
+        1 << (y * (width + 1) + x): first + y * row_bytes + x * field_bytes
+        for y in range(height)
+        for x in range(width)
+    }
 
 
 def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
@@ -564,18 +580,17 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
             | (ge2 ^ old_boards[3])
             | (ge3 ^ old_boards[4])
         )
-        stride = width + 1  # field (x, y) is bit y * (width + 1) + x
         if not changed:
             board = previous[3]
-        elif changed >> (height * stride) == 0:  # (else bits off the board: render it all)
+        else:
             patched = bytearray(previous[3])
-            first, row_bytes, field_bytes = _field_offsets(board_depth, width)
+            offsets = _field_offsets(board_depth, width, height)
             names = _FIELD_NAMES
             while changed:
                 low = changed & -changed
                 changed ^= low
-                y, x = divmod(low.bit_length() - 1, stride)
-                if x == width:  # the padding column: not a field
+                at = offsets.get(low)
+                if at is None:  # the padding column or off the board: render it all
                     break
                 if low & squid:
                     name = "SQUID"
@@ -584,7 +599,6 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
                     name = ("ONE_" if low & one else "TWO_") + size
                 else:
                     name = "EMPTY"
-                at = first + y * row_bytes + x * field_bytes
                 patched[at : at + _FIELD_NAME_BYTES] = names[name]
             else:
                 board = bytes(patched)
