@@ -258,12 +258,31 @@ def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
     )
 
 
+# The moves and room ids `move_packet` read, by their bytes: a board has 100 fields and 8
+# directions and a room sends its id with every move, so most were read before (a frozen
+# dataclass is built field by field, the numbers parsed). Both immutable; cleared when full.
+_MOVES: dict[tuple[bytes, bytes, bytes], Move] = {}
+_ROOM_IDS: dict[bytes, str] = {}
+_READ_CACHE_SIZE = 4096
+
+
 def move_packet(match: re.Match[bytes]) -> MovePacket:
     """The packet a match of `move_packet_pattern` holds."""
-    return MovePacket(
-        match["room"].decode("ascii"),
-        Move(int(match["x"]), int(match["y"]), Direction[match["direction"].decode("ascii")]),
-    )
+    room, x, y, direction = match.group("room", "x", "y", "direction")
+    key = (x, y, direction)
+    move = _MOVES.get(key)
+    if move is None:
+        move = Move(int(x), int(y), Direction[direction.decode("ascii")])
+        if len(_MOVES) >= _READ_CACHE_SIZE:
+            _MOVES.clear()  # (threads: a lost entry is only read again)
+        _MOVES[key] = move
+    room_id = _ROOM_IDS.get(room)
+    if room_id is None:
+        room_id = room.decode("ascii")
+        if len(_ROOM_IDS) >= _READ_CACHE_SIZE:
+            _ROOM_IDS.clear()
+        _ROOM_IDS[room] = room_id
+    return MovePacket(room_id, move)
 
 
 # --- client → server -------------------------------------------------------------------

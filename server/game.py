@@ -218,6 +218,7 @@ class Room:
     move_ms: list[float] = field(default_factory=list)
     replay: list[Memento | RoomError | ResultMessage] | None = None
     reservations: list[str] = field(default_factory=list)
+    move_request: MoveRequest | None = None  # the same for every request: made once
 
     # ------------------------------------------------------------------ what it is
 
@@ -358,7 +359,10 @@ class Room:
                 now + self.table.settings.hard_timeout, self._move_timer_fired
             )
         if slot.connected and slot.peer is not None:
-            slot.peer.send(MoveRequest(self.id), pending.mark_sent)
+            request = self.move_request
+            if request is None:
+                request = self.move_request = MoveRequest(self.id)
+            slot.peer.send(request, pending.mark_sent)
 
     def _move_timer_fired(self) -> None:
         """The earliest hard-timeout deadline of the requests since the timer was armed: the

@@ -243,3 +243,25 @@ def test_a_long_stream_of_usual_moves_reads_alike() -> None:
     assert isinstance(read[-1], tuple)
     message, eof = read[-1]
     assert "line 4803, column 45" in str(message) and not eof
+
+
+def test_moves_read_again_and_after_the_read_cache_filled_read_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shortcut keeps the moves and room ids it read by their bytes: the same moves read
+    again (from the cache), among many rooms and moves that fill and clear a small cache,
+    off-board and long numbers among them, are the parser's packets."""
+    from protocol import _decode
+
+    monkeypatch.setattr(_decode, "_READ_CACHE_SIZE", 16)
+    monkeypatch.setattr(_decode, "_MOVES", {})
+    monkeypatch.setattr(_decode, "_ROOM_IDS", {})
+    rng = random.Random(2026)
+    chunks = [b'<protocol>\n  <joinPrepared reservationCode="abc"/>']
+    for index in range(600):
+        x = rng.choice([rng.randrange(10), rng.randrange(-3, 13), 123456789, 0])
+        move = Move(x, rng.randrange(4), rng.choice(list(Direction)))
+        chunks.append(_move_bytes(f"room-{index % 23}", move))
+    read = _read_all(ServerConnection(), chunks)
+    assert read == _read_all(_Reference(), chunks)
+    assert len(read) == 602 and 0 < len(_decode._MOVES) <= 16 and _decode._ROOM_IDS  # (+ EOF)
