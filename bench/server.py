@@ -253,7 +253,10 @@ async def run_level(
     async with open_session("127.0.0.1", port, password=PASSWORD) as admin:
         preparer = Preparer(admin)
 
-        async def game_loop() -> None:
+        async def game_loop(delay: float) -> None:
+            # The loops start spread over the ramp, as the games of a running server are:
+            # started together, their ends (and their set-up work) would come in bursts.
+            await trio.sleep(delay)
             while time.perf_counter() < stats.deadline:
                 first, second = await preparer.reservations()
                 game = Game()
@@ -265,8 +268,8 @@ async def run_level(
             nursery.start_soon(preparer.run)
             nursery.start_soon(measure_cpu)
             async with trio.open_nursery() as loops:
-                for _ in range(concurrency):
-                    loops.start_soon(game_loop)
+                for index in range(concurrency):
+                    loops.start_soon(game_loop, ramp * index / concurrency)
             nursery.cancel_scope.cancel()  # the preparer waits for requests forever
     return stats, window
 
