@@ -11,7 +11,10 @@ of concurrency the script prints:
   sending its move to the opponent receiving its moveRequest (both clients of a game live in
   the same process and use the same clock);
 - server CPU: CPU seconds the server process used per second of wall time (1.0 = one core
-  saturated), and the server's CPU time per move.
+  saturated), and the server's CPU time per move;
+- in flight: the games being played (both players connected), sampled in the window: the
+  level is what the loops ask for, this is what they get (between a game and the next a loop
+  waits for its prepare and its players' connections).
 
 With `--relay`, each level is also played against `bench.relay` (the socket floor: the same
 socket work per move, no XML, rules or logs; pinned like the server) and a second row gives its
@@ -76,6 +79,8 @@ class Stats:
     moves: int = 0  # sent within the window
     games: int = 0
     latencies: list[float] = field(default_factory=list)
+    playing: int = 0  # games whose players are connected now (from the first to the last)
+    in_flight: list[int] = field(default_factory=list)  # `playing`, sampled in the window
 
 
 @dataclass
@@ -246,7 +251,10 @@ async def run_level(
     async def measure_cpu() -> None:
         await trio.sleep_until(trio.current_time() + ramp)
         server_before, client_before = cpu_seconds(server_pid), time.process_time()
-        await trio.sleep_until(trio.current_time() + seconds)
+        end = trio.current_time() + seconds
+        while trio.current_time() < end:  # how many of the level's games really run
+            stats.in_flight.append(stats.playing)
+            await trio.sleep(min(0.05, max(0.0, end - trio.current_time())))
         window.server_cpu = cpu_seconds(server_pid) - server_before
         window.client_cpu = time.process_time() - client_before
 
@@ -260,9 +268,13 @@ async def run_level(
             while time.perf_counter() < stats.deadline:
                 first, second = await preparer.reservations()
                 game = Game()
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(play, port, first, game, stats)
-                    nursery.start_soon(play, port, second, game, stats)
+                stats.playing += 1
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(play, port, first, game, stats)
+                        nursery.start_soon(play, port, second, game, stats)
+                finally:
+                    stats.playing -= 1
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(preparer.run)
@@ -405,7 +417,7 @@ def main() -> None:
         print(
             f"{'':>6} {'games':>6} {'moves/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
             f"{'server CPU':>10} {'CPU µs/move':>11} {'client CPU':>10} {'games done':>10} "
-            f"{'load':>5}"
+            f"{'in flight':>9} {'load':>5}"
         )
         for concurrency in levels:
             runs: dict[str, list[float]] = {label: [] for label in targets}
@@ -483,10 +495,11 @@ def measure(
     p99 = percentile(stats.latencies, 0.99) * 1000
     worst = max(stats.latencies, default=float("nan")) * 1000
     per_move = window.server_cpu / max(1, stats.moves) * 1e6
+    in_flight = statistics.mean(stats.in_flight) if stats.in_flight else float("nan")
     print(
         f"{label:>6} {concurrency:>6} {rate:>9.0f} {p50:>8.2f} {p99:>8.2f} {worst:>8.2f} "
         f"{server_cpu:>10.2f} {per_move:>11.0f} {client_cpu:>10.2f} {stats.games:>10} "
-        f"{load:>5.1f}"
+        f"{in_flight:>9.1f} {load:>5.1f}"
     )
     row = {
         "games": concurrency,
@@ -498,6 +511,7 @@ def measure(
         "server_cpu_us_per_move": per_move,
         "client_cpu": client_cpu,
         "games_done": stats.games,
+        "in_flight": in_flight,
         "load": load,
     }
     if args.json:
