@@ -22,7 +22,7 @@ from engine import FieldState, GameState, Move, Team
 
 DEFAULT_NODES = 12_000
 """Nodes per position by default (twice that for the positions the second look picks): a
-60-move game in 23–29 s of CPU on one core at load 17–22 (`python -m bench.analysis`;
+60-move game in 22 s of CPU on one core at load 22–25 (`bench.analysis.game_time`;
 docs/analysis.md has the figures and how often the marks agree with 8× the nodes)."""
 CHAIN = 1
 """Positions analysed in a row by one search, each starting from the table the one before
