@@ -24,6 +24,7 @@ import trio.testing
 
 from protocol.events import (
     Authenticate,
+    CancelRequest,
     Join,
     JoinPrepared,
     JoinRoom,
@@ -236,6 +237,16 @@ async def test_prepared_rooms_are_capped(make_harness: HarnessFactory) -> None:
         harness.send(harness.peer(code), JoinPrepared(code))
     harness.send(admin, prepare)
     assert len(admin.of(Prepared)) == 3
+    # Full again; a cancelled one frees a place too, and rooms made by <join> never count.
+    harness.send(admin, prepare)
+    assert len(admin.of(ErrorPacket)) == 4
+    harness.send(admin, CancelRequest(admin.of(Prepared)[1].room_id))
+    for name in ("x", "y", "z"):
+        harness.send(harness.peer(name), Join())
+    harness.send(admin, prepare)
+    assert len(admin.of(Prepared)) == 4
+    harness.send(admin, prepare)
+    assert len(admin.of(ErrorPacket)) == 5
 
 
 # ------------------------------------------------------------------------------ health probe
