@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis import model
-from bots.search import RootAnalysis, SearchBot
+from bots.search import DECIDED, RootAnalysis, SearchBot
 from engine import FieldState, GameState, Move, Team
 
 DEFAULT_NODES = 12_000
 """Nodes per position by default (twice that for the positions the second look picks): a
-60-move game in 23–29 s of CPU on one core at load 17–22 (`python -m bench.analysis`;
+60-move game in 22 s of CPU on one core at load 22–25 (`bench.analysis.game_time`;
 docs/analysis.md has the figures and how often the marks agree with 8× the nodes)."""
 CHAIN = 1
 """Positions analysed in a row by one search, each starting from the table the one before
@@ -260,21 +260,23 @@ def chains(length: int) -> list[range]:
 
 
 SECOND_LOOK = (0.03, 0.20)
-"""A move whose loss at either of the two deepest completed depths is in [low, high) — near the
-mistake threshold (model.MISTAKE, 0.10), where one more depth often moves it across — is
-searched on to SECOND_LOOK_FACTOR × the nodes (docs/analysis.md: with it the marks at 12 000
-nodes find 92 % of the `?`/`??` of a plain search at 8× the nodes, against 87 % without)."""
+"""A move whose deepest completed depth is odd (a pair of plies not complete, see `paired`) and
+whose loss at either of the two deepest depths is in [low, high) — near the mistake threshold
+(model.MISTAKE, 0.10), where the even depth after it often moves it across — is searched on to
+SECOND_LOOK_FACTOR × the nodes, which usually completes that even depth (docs/analysis.md, "The
+second look"). From an even depth, twice the nodes do not complete the next pair, so no look."""
 SECOND_LOOK_FACTOR = 2
 
 
 def second_look(first: RootAnalysis, settings: Settings) -> int | None:
     """The node bound of a second, deeper search of the position after the first search's
-    answer `first`, or None for none. A function of the first answer and the settings only,
-    so the analysis stays deterministic (and the benchmark can replay the rule): a move near
-    the mistake threshold at either of the two deepest depths is looked at with
-    SECOND_LOOK_FACTOR × the nodes; never with a depth bound alone, a move not asked about
-    or a search that did not complete depth 1."""
-    if settings.nodes is None or first.played_score is None or first.depth == 0:
+    answer `first` (the search's deepest iteration, a lone odd one included), or None for none.
+    A function of the first answer and the settings only, so the analysis stays deterministic
+    (and the benchmark can replay the rule): a move near the mistake threshold at either of
+    the two deepest depths, the deepest odd, is looked at with SECOND_LOOK_FACTOR × the nodes;
+    never with a depth bound alone, a move not asked about, an even deepest depth or a search
+    that did not complete depth 1."""
+    if settings.nodes is None or first.played_score is None or first.depth % 2 == 0:
         return None
     losses = [0.0]
     if first.played != first.best:
@@ -291,6 +293,36 @@ def second_look(first: RootAnalysis, settings: Settings) -> int | None:
     return None
 
 
+PAIRED_FROM = 5
+"""From this depth on, an odd depth is the analysis's answer only together with the even depth
+after it: a search of odd depth ends on the mover's ply (its last move goes unanswered), and a
+move's loss swings by 0.05–0.15 with the parity, so the answer is that of the deepest complete
+pair of plies (3–4, 5–6, …) and a lone odd depth on top of it does not change the marks
+(docs/analysis.md, "Definitions": with the lone depth 5 read, the analysis at 12 000 nodes
+found 5 of 8 of the `?`/`??` of the same analysis at 8× the nodes on two games). Depth 3, the
+deepest the default's nodes complete in half the positions, counts on its own."""
+
+Iteration = tuple[int, Move, int, int | None]
+"""A completed root iteration: its depth, the best move and its score, the played move's."""
+
+
+def paired(done: Sequence[Iteration], played: Move | None, nodes: int) -> RootAnalysis:
+    """The analysis's answer from the completed iterations `done` (in order, at least one) of
+    a search that used `nodes`: the deepest, except that a lone odd depth of PAIRED_FROM or
+    more gives way to the even depth before it — unless it proved a result for either move (a
+    proof needs no reply). `previous` is the iteration before the one answered."""
+    use = len(done)
+    depth, _, score, played_score = done[-1]
+    proven = abs(score) >= DECIDED or (played_score is not None and abs(played_score) >= DECIDED)
+    if depth >= PAIRED_FROM and depth % 2 == 1 and not proven and use > 1:
+        use -= 1
+    depth, best, score, played_score = done[use - 1]
+    previous = None if use == 1 else (done[use - 2][2], done[use - 2][3])
+    if played == best:
+        played_score = score
+    return RootAnalysis(depth, nodes, best, score, played, played_score, None, previous)
+
+
 class _Search(SearchBot):
     """The analysis search: SearchBot's own, with the second look as a continuation. A fresh
     search bounded by N nodes is the prefix of one bounded by more (iterative deepening: the
@@ -305,17 +337,19 @@ class _Search(SearchBot):
         self._settings = settings
         self._deciding = False
         self._played: Move | None = None
-        self._done: list[tuple[int, Move, int, int | None]] = []  # completed iterations
+        self._done: list[Iteration] = []  # completed iterations
 
     def look(self, state: GameState, played: Move | None, *, fresh: bool) -> RootAnalysis:
-        """`analyse` with the second look (see the class)."""
+        """`analyse` with the second look (see the class), answered by `paired`."""
         self._deciding = self._settings.nodes is not None and played is not None
         self._played = played
         self._done = []
         try:
-            return self.analyse(state, played, fresh=fresh)
+            result = self.analyse(state, played, fresh=fresh)
         finally:
             self._deciding = False
+        # No iteration: a single legal move (or not even depth 1), answered by `analyse`.
+        return paired(self._done, played, result.nodes) if self._done else result
 
     def _root_iteration(
         self,
@@ -339,8 +373,8 @@ class _Search(SearchBot):
         return super()._negamax(state, depth, alpha, beta, ply)
 
     def _first(self) -> RootAnalysis | None:
-        # What `analyse` answers when stopped here (node N + 1): the deepest iteration done
-        # (None before depth 1, when second_look never looks).
+        # What `analyse` answers when stopped here (node N + 1): the deepest iteration done,
+        # a lone odd one included (None before depth 1, when second_look never looks).
         if not self._done:
             return None
         depth, best, score, played_score = self._done[-1]

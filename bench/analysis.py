@@ -30,13 +30,12 @@ import argparse
 import math
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis import Analyser, Game, GameAnalysis, Settings
-from analysis.game import DEFAULT_NODES, second_look, summarise
-from bench.analysis_trace import ROOT, TraceStore, code_hash
+from analysis.game import DEFAULT_NODES, paired, second_look, summarise
+from bench.analysis_trace import ROOT, Trace, TraceStore, code_hash
 from bots import GreedyBot, SearchBot
 from bots.players import Bot
 from bots.search import RootAnalysis
@@ -163,13 +162,23 @@ def _look(first: RootAnalysis, settings: Settings, look: bool) -> int | None:
     return second_look(first, settings) if look else None
 
 
-def _answer(answers: Callable[[int], RootAnalysis], settings: Settings, look: bool) -> RootAnalysis:
+def _reported(answer: Trace, nodes: int) -> RootAnalysis:
+    # What the analysis answers at `nodes`: the search's iterations within them, through the
+    # analysis's own `paired` (a lone odd depth from 5 on gives way to the even one before).
+    raw = answer.at(nodes)
+    done = [(i.depth, i.best, i.best_score, i.played_score) for i in answer.iterations]
+    done = [item for item, i in zip(done, answer.iterations, strict=True) if i.nodes <= nodes]
+    return paired(done, answer.played, raw.nodes) if done else raw
+
+
+def _answer(answer: Trace, settings: Settings, look: bool) -> RootAnalysis:
     # analysis.game._position's rule, on answers read off a trace (a fresh search at N is a
     # prefix of one at the second look's bound, which the analysis's continuation relies on
-    # as well; tests/analysis/test_game.py checks the two agree).
-    first = answers(settings.nodes or 0)
+    # as well; tests/analysis/test_game.py checks the two agree). The rule reads the search's
+    # raw answer at N (its deepest iteration), the analysis reports `paired`'s.
+    first = answer.at(settings.nodes or 0)
     deeper = _look(first, settings, look)
-    return first if deeper is None else answers(deeper)
+    return _reported(answer, (settings.nodes or 0) if deeper is None else deeper)
 
 
 def _bounds(store: TraceStore, key: tuple[int, int], settings: Settings, look: bool) -> list[int]:
@@ -205,7 +214,7 @@ def traced_analyses(
         results = []
         for i in range(len(game.moves)):
             answer = store.get(g, i)
-            results.append(_answer(answer.at, settings, look))
+            results.append(_answer(answer, settings, look))
             looks += _look(answer.at(settings.nodes or 0), settings, look) is not None
         analyses.append(summarise(game, settings, states[g], results))
     return analyses, looks

@@ -11,7 +11,10 @@ of concurrency the script prints:
   sending its move to the opponent receiving its moveRequest (both clients of a game live in
   the same process and use the same clock);
 - server CPU: CPU seconds the server process used per second of wall time (1.0 = one core
-  saturated), and the server's CPU time per move.
+  saturated), and the server's CPU time per move;
+- in flight: the games being played (both players connected), sampled in the window: the
+  level is what the loops ask for, this is what they get (between a game and the next a loop
+  waits for its prepare and its players' connections).
 
 With `--relay`, each level is also played against `bench.relay` (the socket floor: the same
 socket work per move, no XML, rules or logs; pinned like the server) and a second row gives its
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import random
 import statistics
@@ -52,12 +56,13 @@ from bench.serverprocess import (
 from client import ClientSession, ConnectionClosed, open_session
 from engine import GameState
 from protocol import ClientConnection
-from protocol.events import JoinPrepared, MovePacket, SlotDescriptor
+from protocol.events import GAME_TYPE, JoinPrepared, MovePacket, Prepare, SlotDescriptor
 from protocol.messages import (
     ErrorPacket,
     Left,
     Memento,
     MoveRequest,
+    Prepared,
     ResultMessage,
     RoomError,
 )
@@ -74,6 +79,8 @@ class Stats:
     moves: int = 0  # sent within the window
     games: int = 0
     latencies: list[float] = field(default_factory=list)
+    playing: int = 0  # games whose players are connected now (from the first to the last)
+    in_flight: list[int] = field(default_factory=list)  # `playing`, sampled in the window
 
 
 @dataclass
@@ -244,29 +251,81 @@ async def run_level(
     async def measure_cpu() -> None:
         await trio.sleep_until(trio.current_time() + ramp)
         server_before, client_before = cpu_seconds(server_pid), time.process_time()
-        await trio.sleep_until(trio.current_time() + seconds)
+        end = trio.current_time() + seconds
+        while trio.current_time() < end:  # how many of the level's games really run
+            stats.in_flight.append(stats.playing)
+            await trio.sleep(min(0.05, max(0.0, end - trio.current_time())))
         window.server_cpu = cpu_seconds(server_pid) - server_before
         window.client_cpu = time.process_time() - client_before
 
-    prepare_lock = trio.Lock()  # one answer awaited at a time on the shared admin session
-    slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
-
     async with open_session("127.0.0.1", port, password=PASSWORD) as admin:
+        preparer = Preparer(admin)
 
-        async def game_loop() -> None:
+        async def game_loop(delay: float) -> None:
+            # The loops start spread over the ramp, as the games of a running server are:
+            # started together, their ends (and their set-up work) would come in bursts.
+            await trio.sleep(delay)
             while time.perf_counter() < stats.deadline:
-                async with prepare_lock:
-                    first, second = (await admin.prepare(slots)).reservations
+                first, second = await preparer.reservations()
                 game = Game()
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(play, port, first, game, stats)
-                    nursery.start_soon(play, port, second, game, stats)
+                stats.playing += 1
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(play, port, first, game, stats)
+                        nursery.start_soon(play, port, second, game, stats)
+                finally:
+                    stats.playing -= 1
 
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(preparer.run)
             nursery.start_soon(measure_cpu)
-            for _ in range(concurrency):
-                nursery.start_soon(game_loop)
+            async with trio.open_nursery() as loops:
+                for index in range(concurrency):
+                    loops.start_soon(game_loop, ramp * index / concurrency)
+            nursery.cancel_scope.cancel()  # the preparer waits for requests forever
     return stats, window
+
+
+class Preparer:
+    """The game loops' prepares on the one admin session, pipelined: every request waiting
+    when the last answers came is sent at once and their answers (in order) are read after.
+
+    One prepare awaited at a time (as before) kept far fewer games than the level in flight:
+    a game's loop waited a round trip through both busy processes per waiting loop in front
+    of it, so at 100 "concurrent" games 34 were being played (sampled, load 4.5) and the
+    throughput was the prepares' rate, not the server's. Each game still costs the server
+    one `<prepare>`."""
+
+    def __init__(self, admin: ClientSession) -> None:
+        self.admin = admin
+        self.slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
+        self.requests, self._requests = trio.open_memory_channel[
+            tuple[list[tuple[str, str]], trio.Event]
+        ](math.inf)
+
+    async def reservations(self) -> tuple[str, str]:
+        """The two reservation codes of a freshly prepared game."""
+        answer: list[tuple[str, str]] = []
+        done = trio.Event()
+        self.requests.send_nowait((answer, done))
+        await done.wait()
+        return answer[0]
+
+    async def run(self) -> None:
+        while True:
+            batch = [await self._requests.receive()]
+            while True:
+                try:
+                    batch.append(self._requests.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            for _ in batch:
+                await self.admin.send(Prepare(GAME_TYPE, False, self.slots, None, None))
+            for answer, done in batch:
+                prepared = await self.admin.expect(Prepared)
+                first, second = prepared.reservations
+                answer.append((first, second))
+                done.set()
 
 
 def main() -> None:
@@ -358,7 +417,7 @@ def main() -> None:
         print(
             f"{'':>6} {'games':>6} {'moves/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
             f"{'server CPU':>10} {'CPU µs/move':>11} {'client CPU':>10} {'games done':>10} "
-            f"{'load':>5}"
+            f"{'in flight':>9} {'load':>5}"
         )
         for concurrency in levels:
             runs: dict[str, list[float]] = {label: [] for label in targets}
@@ -436,10 +495,11 @@ def measure(
     p99 = percentile(stats.latencies, 0.99) * 1000
     worst = max(stats.latencies, default=float("nan")) * 1000
     per_move = window.server_cpu / max(1, stats.moves) * 1e6
+    in_flight = statistics.mean(stats.in_flight) if stats.in_flight else float("nan")
     print(
         f"{label:>6} {concurrency:>6} {rate:>9.0f} {p50:>8.2f} {p99:>8.2f} {worst:>8.2f} "
         f"{server_cpu:>10.2f} {per_move:>11.0f} {client_cpu:>10.2f} {stats.games:>10} "
-        f"{load:>5.1f}"
+        f"{in_flight:>9.1f} {load:>5.1f}"
     )
     row = {
         "games": concurrency,
@@ -451,6 +511,7 @@ def measure(
         "server_cpu_us_per_move": per_move,
         "client_cpu": client_cpu,
         "games_done": stats.games,
+        "in_flight": in_flight,
         "load": load,
     }
     if args.json:

@@ -58,7 +58,10 @@ async def _play_games(games: int, concurrency: int, relay: bool) -> int:
             from server.config import load_settings
 
             workdir = Path(tempfile.mkdtemp(prefix="bench-instructions-"))
-            settings = load_settings(["--port", "0", "--password", password], workdir)
+            # Move timeouts far beyond any run: under callgrind on a loaded machine a move can
+            # take seconds, and a timeout would end the game early (other games, other counts).
+            timeouts = ["--soft-timeout", "3600", "--hard-timeout", "7200"]
+            settings = load_settings(["--port", "0", "--password", password, *timeouts], workdir)
             port = await nursery.start(
                 lambda task_status: serve(settings, task_status=task_status, handle_signals=False)
             )
@@ -147,6 +150,12 @@ def main() -> None:
     for label, root, relay in targets:
         low, low_moves = _count(root, short, args.concurrency, relay)
         high, high_moves = _count(root, args.games, args.concurrency, relay)
+        if low_moves * args.games != high_moves * short:
+            # Every game is the same game: a run whose games differ in length was cut short
+            # (a timeout, an error) and its count compares with nothing.
+            raise SystemExit(
+                f"{label}: {low_moves} moves in {short} games but {high_moves} in {args.games}"
+            )
         figures[label] = (high - low) / max(1, high_moves - low_moves)
         print(
             f"{label:>6}: {figures[label]:,.0f} instructions per move, clients included "

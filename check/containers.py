@@ -18,7 +18,7 @@ from pathlib import Path
 import trio
 
 from check.contest import CONTEST_HOST, CONTEST_PORT, contest_arguments
-from check.isolation import CGROUP_ROOT, RunRecord, threads_of
+from check.isolation import CGROUP_ROOT, CpuDemand, RunRecord, run_queue_waits, threads_of
 from check.upload import BotSource
 from runner.reaper import BotReaper
 from sandbox import BOT_BASE_IMAGE, ContainerLauncher, ContainerPlayer, Limits, docker_available
@@ -102,6 +102,13 @@ class DockerPlayer:
             if line.startswith("usage_usec "):
                 return int(line.split()[1]) * 1000
         return None
+
+    def demand(self) -> CpuDemand | None:
+        cpu = self.cpu_ns()
+        if cpu is None or "pids" not in self.dirs:
+            return None
+        pids = [int(p) for p in _read(self.dirs["pids"] / "cgroup.procs").split()]
+        return CpuDemand(cpu, run_queue_waits(pids))
 
     def sample(self) -> None:
         """Also the memory peak and CPU time so far: Docker removes a container's cgroup when

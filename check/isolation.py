@@ -217,6 +217,35 @@ def threads_of(pids: list[int]) -> int:
     return count
 
 
+@dataclass(frozen=True)
+class CpuDemand:
+    """A bot's CPU time so far and each live thread's run-queue wait (ns): what it used, and
+    how long it was ready to run but waited for a CPU (the other load of this machine, or its
+    cgroup's quota). Used plus waited is the CPU it asked for, whatever this machine gave."""
+
+    cpu_ns: int
+    waits: dict[int, int]  # thread id -> run-queue wait so far
+
+    def wanted_since(self, earlier: CpuDemand) -> int:
+        """CPU time used plus time waited for a CPU, since `earlier` (ns). A thread that ended
+        in between takes its wait along (under-counted, never over-counted)."""
+        waited = sum(wait - earlier.waits.get(tid, 0) for tid, wait in self.waits.items())
+        return self.cpu_ns - earlier.cpu_ns + max(0, waited)
+
+
+def run_queue_waits(pids: Sequence[int]) -> dict[int, int]:
+    """Run-queue wait so far by thread, from /proc/PID/task/TID/schedstat (its second field:
+    time runnable but not running; it includes time throttled by a CFS quota)."""
+    waits: dict[int, int] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                path = f"/proc/{pid}/task/{tid}/schedstat"
+                with contextlib.suppress(OSError, IndexError, ValueError), open(path) as handle:
+                    waits[int(tid)] = int(handle.read().split()[1])
+    return waits
+
+
 def group_pids(pgid: int) -> list[int]:
     """The processes of a process group (the meter without a cgroup)."""
     found = []
@@ -300,6 +329,13 @@ class JailPlayer:
                     fields = handle.read().rsplit(")", 1)[1].split()
                 total += (int(fields[11]) + int(fields[12])) * (10**9 // os.sysconf("SC_CLK_TCK"))
         return total
+
+    def demand(self) -> CpuDemand | None:
+        cpu = self.cpu_ns()
+        if cpu is None:
+            return None
+        pids = self.cgroup.pids() if self.cgroup is not None else group_pids(self.process.pid)
+        return CpuDemand(cpu, run_queue_waits(pids))
 
     def pids(self) -> list[int]:
         if self.cgroup is not None:

@@ -41,7 +41,7 @@ from runner.reaper import BotReaper
 from runner.timing import NEAR_MISS
 
 SAFETY_MS = NEAR_MISS * MOVE_SECONDS * 1000  # p99 at the contest's speed must stay below
-IDLE_CPU_FAIL = 0.20  # share of one CPU while the opponent thinks: a spinning bot
+IDLE_CPU_FAIL = 0.20  # CPU asked for (used + waited for) while the opponent thinks: it spins
 IDLE_CPU_WARN = 0.05
 STARTUP_WARN = 5.0  # seconds from start to <joinPrepared>
 LOG_TAIL_LINES = 12
@@ -266,7 +266,7 @@ async def scripted(
     record = launcher.records[-1]
     try:
         outcome = await run_case(
-            server, case, launched, reservation, lambda: player.returncode, player.cpu_ns
+            server, case, launched, reservation, lambda: player.returncode, player.demand
         )
         with trio.move_on_after(EXIT_WAIT):
             await player.wait()
@@ -447,13 +447,14 @@ async def idle_item(context: Context, server: ScriptedServer) -> None:
         "resources.idle-cpu",
         "CPU while waiting for the opponent",
         status,
-        f"{share:.0%} of one CPU while the opponent thought"
+        f"asked for {share:.0%} of one CPU while the opponent thought"
+        + (f" (got {outcome.cpu_used:.0%} here)" if outcome.cpu_used is not None else "")
         + (": it spins, stealing its own contest thread" if status is Status.FAIL else ""),
         "block on the socket (a blocking read, select, or the SC client's loop) instead "
         "of polling it in a loop"
         if status is not Status.PASS
         else "",
-        figures={"cpu_share": round(share, 3)},
+        figures={"cpu_share": round(share, 3), "cpu_used": round(outcome.cpu_used or 0.0, 3)},
     )
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import trio
 
+from check.isolation import CpuDemand
 from engine import GameState, Move, PlayerEntry, Team, game_result
 from protocol import GAME_TYPE, NEED_DATA, RemoteProtocolError, ServerConnection
 from protocol.events import CloseRequest, Join, JoinPrepared, MovePacket, StreamEnd
@@ -326,7 +327,10 @@ class Outcome:
     joined: bool = False
     startup: float | None = None  # seconds from launch to the join
     move_ms: list[float] = field(default_factory=list)
-    cpu_wait: float | None = None  # share of one CPU used while the opponent thought
+    # While the opponent thought: the CPU the bot asked for (used plus waited for, in CPUs:
+    # a spinning thread asks for one on any machine) and the CPU it got.
+    cpu_wait: float | None = None
+    cpu_used: float | None = None
     bot_bytes: str = ""
     turn: int | None = None
 
@@ -341,7 +345,9 @@ class Fault(Exception):
 class Game:
     """The scripted server's side of one case on one connection."""
 
-    def __init__(self, case: Case, wire: Wire, reservation: str, meter: Callable[[], int | None]):
+    def __init__(
+        self, case: Case, wire: Wire, reservation: str, meter: Callable[[], CpuDemand | None]
+    ) -> None:
         self.case = case
         self.wire = wire
         self.reservation = reservation
@@ -499,14 +505,19 @@ class Game:
         return state.apply(packet.move)
 
     async def measured_wait(self, seconds: float) -> None:
-        """The opponent thinks: the bot has nothing to do; how much CPU does it use?"""
+        """The opponent thinks: the bot has nothing to do; how much CPU does it ask for? Not
+        what it got: on a loaded machine a spinning bot gets a fraction of a CPU, but it is
+        ready to run all the time (its run-queue wait fills the rest)."""
         await self.quiet(0.2, "without a request (a second answer?)")
         before, started = self.meter(), trio.current_time()
         await self.quiet(seconds - 0.2, "without a request (a second answer?)")
         after, ended = self.meter(), trio.current_time()
         if before is not None and after is not None and ended > started:
-            self.cpu_samples.append((after - before) / 1e9 / (ended - started))
+            wall = (ended - started) * 1e9
+            self.cpu_samples.append(after.wanted_since(before) / wall)
             self.outcome.cpu_wait = max(self.cpu_samples)
+            used = (after.cpu_ns - before.cpu_ns) / wall
+            self.outcome.cpu_used = max(used, self.outcome.cpu_used or 0.0)
 
     async def after_left(self) -> None:
         """After <left/>: the bot may close (<close/>, </protocol>, or the socket); a move now
@@ -583,7 +594,7 @@ async def run_case(
     launched_at: float,
     reservation: str,
     exited: Callable[[], int | None],
-    meter: Callable[[], int | None],
+    meter: Callable[[], CpuDemand | None],
 ) -> Outcome:
     """Wait for the bot's connection and play `case` on it."""
     stream = None

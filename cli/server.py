@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,9 +54,15 @@ def _main(argv: Sequence[str] | None) -> int:
         companion = WebProcess(settings)
 
     tune_garbage_collection()
+    stop = trio.Event()  # set once a signal started the graceful shutdown
+    _ignore_late_signals(stop)
     try:
-        trio.run(functools.partial(serve, settings, companion=companion))
+        trio.run(functools.partial(serve, settings, companion=companion, stop=stop))
     except BaseException as error:  # reported as a clean message below
+        if stop.is_set() and find_exception(error, KeyboardInterrupt) is not None:
+            # A Ctrl+C after the shutdown (serve gives SIGINT back to trio when done).
+            _ignore_stop_signals()
+            return ExitCode.OK
         if find_exception(error, KeyboardInterrupt) is not None:
             # A signal that came before the server could handle it gracefully.
             log.warning("interrupted before a graceful shutdown")
@@ -69,7 +77,30 @@ def _main(argv: Sequence[str] | None) -> int:
             error=os_error.strerror or str(os_error),
         )
         return ExitCode.FAILURE
+    if stop.is_set():
+        _ignore_stop_signals()
     return ExitCode.OK
+
+
+def _ignore_late_signals(stop: trio.Event) -> None:
+    """A SIGTERM once the graceful shutdown has begun changes nothing: `serve` takes the
+    signals while it runs, but gives them back before it returns, and the default action
+    would end a server that stopped cleanly with -15 (its last log lines unwritten). Before
+    the shutdown, a SIGTERM still ends the process at once, as by default."""
+
+    def on_sigterm(signum: int, frame: object) -> None:
+        if stop.is_set():
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _ignore_stop_signals() -> None:
+    """The server has stopped: what is left (the last log lines) runs to its end, status 0."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
 
 
 # Allocations (minus deallocations) of container objects between two collections of the

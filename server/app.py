@@ -152,6 +152,13 @@ async def serve(
                 grace.deadline = trio.current_time() + CLOSE_GRACE + 1
                 with grace:
                     await all_closed.wait()
+                if connections:
+                    # Those left did not take their last messages (results were recorded).
+                    log.info(
+                        "stopped waiting for clients",
+                        connections=len(connections),
+                        ended_by="signal" if trio.current_time() < grace.deadline else "deadline",
+                    )
                 connection_nursery.cancel_scope.cancel()
             nursery.cancel_scope.cancel()
         # Still inside the signal handling: a signal now cannot cut this line off.

@@ -22,6 +22,7 @@ Every connection's resources are bounded, so a hostile client cannot decide a ga
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -69,6 +70,12 @@ def _anonymous_turn(lobby: Lobby) -> trio.CapacityLimiter:
     return limiter
 
 
+@functools.lru_cache(maxsize=8)
+def _limits(max_packet_bytes: int) -> ProtocolLimits:
+    """The (frozen) limits of every connection of a server: checked once, not twice a game."""
+    return ProtocolLimits(max_packet_bytes=max_packet_bytes)
+
+
 class Connection:
     """A `Peer` of the lobby around one byte stream. `run()` serves it until it ends."""
 
@@ -87,11 +94,13 @@ class Connection:
         self._transport = transport if transport is not None else transport_for(stream)
         self._lobby = lobby
         self._settings = settings
-        self._protocol = ServerConnection(
-            ProtocolLimits(max_packet_bytes=settings.max_packet_bytes)
-        )
-        # Unbounded channel: the bounds (messages, bytes, age) are checked in `send`.
-        self._outbox_in, self._outbox = trio.open_memory_channel[_Outgoing](math.inf)
+        self._protocol = ServerConnection(_limits(settings.max_packet_bytes))
+        # Unbounded channel, made with the first write the socket does not take at once
+        # (most connections never need one: it is ~10 µs, two a game): the bounds (messages,
+        # bytes, age) are checked in `send`.
+        self._outbox_in: trio.MemorySendChannel[_Outgoing] | None = None
+        self._outbox: trio.MemoryReceiveChannel[_Outgoing] | None = None
+        self._outbox_closed = False  # no more messages may be queued
         self._accepting = True  # the lobby may still queue messages
         self._read_scope = trio.CancelScope()
         self._write_scope = trio.CancelScope()
@@ -195,6 +204,11 @@ class Connection:
             )
             self._stop(DisconnectCause.LOST_CONNECTION, abort=True)
             return
+        if self._outbox_in is None:
+            if self._outbox_closed:
+                self._accepting = False
+                return
+            self._outbox_in, self._outbox = trio.open_memory_channel[_Outgoing](math.inf)
         try:
             self._outbox_in.send_nowait((data, on_sent, trio.current_time(), count))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -250,7 +264,9 @@ class Connection:
                     with trio.move_on_after(self._settings.login_failure_delay + CLOSE_GRACE):
                         await self._lobby.wait_for_held_answers(self)
                 self._leave_lobby(cause)
-                self._outbox_in.close()
+                self._outbox_closed = True
+                if self._outbox_in is not None:
+                    self._outbox_in.close()
                 if not self._writer_started and not self._abort:
                     # Nothing is queued (it would have started the writer): "</protocol>"
                     # goes straight to the socket, as messages do, and the writer task (a
@@ -469,6 +485,9 @@ class Connection:
     async def _write_loop(self) -> None:
         protocol = self._protocol
         outbox = self._outbox
+        if outbox is None:  # started to write "</protocol>" alone: nothing was ever queued
+            sender, outbox = trio.open_memory_channel[_Outgoing](0)
+            sender.close()
         transport = self._transport
         send_deadline = self._settings.send_deadline
         with self._write_scope:

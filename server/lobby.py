@@ -107,6 +107,10 @@ class Lobby:
         self.table = Table(settings, self.timers, self.feed, self._game_over)
         self.rooms: dict[str, Room] = {}
         self._joinable: dict[str, Room] = {}  # rooms <join> may enter, oldest first
+        # Prepared rooms, from their creation until a <prepare> finds them started or over
+        # (a room never returns to CREATED): counting the waiting ones looks at these, not at
+        # every open room on every <prepare>.
+        self._prepared: dict[Room, None] = {}
         self._reservations: dict[str, tuple[Room, Slot]] = {}
         self._fill_order = itertools.count(1)
         self._members: dict[Peer, _Member] = {}
@@ -311,6 +315,7 @@ class Lobby:
     def _remove(self, room: Room) -> None:
         room.send_left()
         self.rooms.pop(room.id, None)
+        self._prepared.pop(room, None)
         for slot in room.slots:
             if slot.peer is not None:
                 member = self._members.get(slot.peer)
@@ -432,11 +437,9 @@ class Lobby:
                 quiet=True,
             )
         if prepared:
-            waiting = sum(
-                1
-                for room in self.rooms.values()
-                if room.prepared and room.status is RoomStatus.CREATED
-            )
+            for room in [room for room in self._prepared if room.status is not RoomStatus.CREATED]:
+                del self._prepared[room]
+            waiting = len(self._prepared)
             if waiting >= self.settings.max_prepared_rooms:
                 self._prepared_limit.hit()
                 raise ClientError(
@@ -459,6 +462,8 @@ class Lobby:
         )
         self.rooms[room.id] = room
         self._joinable[room.id] = room
+        if prepared:
+            self._prepared[room] = None
         log.info("room created", room=room.id, prepared=prepared, paused=paused)
         self.feed.room_opened(room.id, paused=paused, prepared=prepared)
         return room

@@ -17,7 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import hypercorn.config
 import structlog
 import trio
 from starlette.applications import Starlette
@@ -145,11 +144,7 @@ class WebViewer:
     ) -> None:
         """Serve HTTP until cancelled."""
         self.game_port = game_port
-        config = hypercorn.config.Config()
-        config.accesslog = None  # request lines could carry tokens; errors still log
-        config.errorlog = listen.error_logger()
-        config.include_server_header = False
-        config.graceful_timeout = 1.0
+        config = listen.hypercorn_config()
         config.websocket_max_message_size = WS_MAX_MESSAGE
         config.backlog = 1024  # a burst of viewers connecting at once is not refused
         app = ProxyHeaders(self.app, self.settings.web_trusted_proxies)

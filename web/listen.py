@@ -186,6 +186,18 @@ def _raised_in_protocol_send(error: BaseException) -> bool:
 _TCP_SERVER = str(Path("hypercorn", "trio", "tcp_server.py"))
 
 
+def hypercorn_config() -> hypercorn.config.Config:
+    """hypercorn's settings for a web port of ours (the viewer's, the ladder site's): no access
+    log (request lines can carry tokens), errors through `error_logger`, no Server header, a
+    second to finish open answers on shutdown."""
+    config = hypercorn.config.Config()
+    config.accesslog = None
+    config.errorlog = error_logger()
+    config.include_server_header = False
+    config.graceful_timeout = 1.0
+    return config
+
+
 def error_logger() -> logging.Logger:
     """hypercorn's error logger for its `Config.errorlog`: through the viewer's own logging
     (the root handler; hypercorn's default adds a handler of its own, so each line came twice),

@@ -10,12 +10,19 @@ import trio
 
 from ladder.site.app import LadderSite
 from server.limits import connection_cap, raise_descriptor_limit
-from web.listen import ProxyHeaders, WebAdmission, serve
+from web.listen import ProxyHeaders, WebAdmission, hypercorn_config, serve
 
 log = structlog.get_logger("ladder.site")
 
 MAX_CONNECTIONS = 1000
 MAX_CONNECTIONS_PER_ADDRESS = 50
+
+
+def site_config() -> hypercorn.config.Config:
+    """The viewer's hypercorn settings (`web.listen.hypercorn_config`): no access log (request
+    lines carry invite tokens), errors once through our logging, hypercorn's send race on a
+    closing connection one info line."""
+    return hypercorn_config()
 
 
 async def serve_site(
@@ -27,10 +34,7 @@ async def serve_site(
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the site on host:port until cancelled; `task_status.started(url)`."""
-    config = hypercorn.config.Config()
-    config.accesslog = None  # request lines carry invite tokens
-    config.include_server_header = False
-    config.graceful_timeout = 1.0
+    config = site_config()
     admission = WebAdmission(
         connection_cap(MAX_CONNECTIONS, raise_descriptor_limit()),
         MAX_CONNECTIONS_PER_ADDRESS,

@@ -122,7 +122,7 @@ def test_identical_output_across_runs_and_concurrency(monkeypatch: pytest.Monkey
     assert json.loads(ndjson_line(analysis)) == document
 
 
-def test_the_second_look_asks_for_twice_the_nodes_only_near_the_mistake_threshold() -> None:
+def test_the_second_look_asks_for_twice_the_nodes_near_the_threshold_at_an_odd_depth() -> None:
     settings = Settings(nodes=4000)
     near = game_module.SECOND_LOOK[0] + 0.01
     best, other = Move(0, 1, Direction.UP), Move(0, 2, Direction.UP)
@@ -133,14 +133,19 @@ def test_the_second_look_asks_for_twice_the_nodes_only_near_the_mistake_threshol
         assert score is not None
         return score
 
-    def first(played_score: int, previous: tuple[int, int | None] | None = None) -> RootAnalysis:
-        return RootAnalysis(4, 4001, best, 0, other, played_score, None, previous)
+    def first(
+        played_score: int, previous: tuple[int, int | None] | None = None, depth: int = 3
+    ) -> RootAnalysis:
+        return RootAnalysis(depth, 4001, best, 0, other, played_score, None, previous)
 
     assert game_module.second_look(first(played_for(near)), settings) == 8000
     assert game_module.second_look(first(played_for(0.005)), settings) is None  # clearly fine
     assert game_module.second_look(first(played_for(0.3)), settings) is None  # clearly bad
     # Near the threshold one depth shallower only: looked at too.
     assert game_module.second_look(first(-5, (0, played_for(0.12))), settings) == 8000
+    # The deepest depth even (its pair complete): twice the nodes cannot complete the next.
+    assert game_module.second_look(first(played_for(near), depth=4), settings) is None
+    assert game_module.second_look(first(played_for(near), depth=5), settings) == 8000
     # A depth bound alone never looks (no nodes to multiply).
     assert game_module.second_look(first(played_for(near)), Settings(nodes=None, depth=3)) is None
 
@@ -150,13 +155,32 @@ def test_the_second_look_continues_the_search_to_what_a_fresh_search_at_its_boun
     # rule asks, a fresh one at its bound — the bench replays the rule that way on its traces.
     game = short_game()
     states = game.states()
-    settings = Settings(nodes=1500)
+    settings = Settings(nodes=3000)  # depth 3 (odd) in four of the six
     looked = 0
     for state, played in zip(states, game.moves, strict=False):
         answer, _ = game_module.analyse_position(state, played, settings)
-        first = SearchBot(0, max_nodes=1500).analyse(state, played)
+        first = SearchBot(0, max_nodes=3000).analyse(state, played)
         bound = game_module.second_look(first, settings)
         expected = first if bound is None else SearchBot(0, max_nodes=bound).analyse(state, played)
         looked += bound is not None
         assert answer.with_only_move(False) == expected.with_only_move(False)
     assert looked, "no position of the game was near the threshold: the test tests nothing"
+
+
+def test_a_lone_odd_depth_from_5_on_gives_way_to_the_even_depth_before_it() -> None:
+    a, b, c = Move(0, 1, Direction.UP), Move(0, 2, Direction.UP), Move(0, 3, Direction.UP)
+    done = [(1, a, 10, 5), (2, a, 0, -20), (3, b, 40, -60), (4, b, 20, -30), (5, c, 50, 50)]
+    # Depth 5 alone (its last ply the mover's): the answer is depth 4's, with depth 3 before it.
+    answer = game_module.paired(done, c, 90_001)
+    assert (answer.depth, answer.best, answer.best_score, answer.played_score) == (4, b, 20, -30)
+    assert answer.previous == (40, -60) and answer.nodes == 90_001 and answer.played == c
+    # Depth 3 counts on its own, and so does an even depth.
+    assert game_module.paired(done[:3], c, 3000).depth == 3
+    assert game_module.paired([*done, (6, a, 30, -10)], c, 600_000).depth == 6
+    # A played move that is the best of the depth answered gets the best move's score.
+    assert game_module.paired(done, b, 90_001).played_score == 20
+    # A proof at depth 5 (for the best move or for the played one) needs no reply.
+    won = [*done[:4], (5, c, DECIDED + 5, -DECIDED)]
+    assert game_module.paired(won, a, 90_001).depth == 5
+    lost = [*done[:4], (5, b, 30, -DECIDED - 5)]
+    assert game_module.paired(lost, c, 90_001).depth == 5

@@ -6,11 +6,16 @@ fault. Kept short for the default run: each test asks only for the items it is a
 from __future__ import annotations
 
 import secrets
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from check.contest import MEMORY_MIB
+from check.isolation import Cgroup, CpuDemand, detect, run_queue_waits
+from check.run import IDLE_CPU_FAIL, IDLE_CPU_WARN
 from tests.check.helpers import (
     BOTS,
     SHELL_BOT,
@@ -127,6 +132,41 @@ def test_a_bot_that_spins_while_the_opponent_thinks(tmp_path: Path) -> None:
     status, card = run_check(tmp_path, faulty("busy"), "--only", "6")
     assert status == 1
     assert failed(card) == {"resources.idle-cpu"}
+
+
+def test_a_spinning_process_asks_for_a_whole_cpu_whatever_this_machine_gives_it() -> None:
+    """Item 6 judges what a bot asks for, not what a loaded machine lets it have: a spinning
+    process held to a tenth of a CPU (by quota here; by other load on a busy machine) still
+    asks for all of one (used plus waited for); a sleeping one asks for none."""
+    isolation = detect()
+    require_isolation()
+    assert isolation.cgroup is not None
+    shares = {}
+    for name, command in (("spins", "while :; do :; done"), ("sleeps", "sleep 30")):
+        cgroup = Cgroup(isolation.cgroup, MEMORY_MIB, cpu_quota=0.1)
+        process = subprocess.Popen(["sh", "-c", command])
+        try:
+            for procs in cgroup.procs_files():
+                Path(procs).write_text(str(process.pid))
+            time.sleep(0.1)
+            before, started = (
+                CpuDemand(cgroup.cpu_ns(), run_queue_waits([process.pid])),
+                time.monotonic(),
+            )
+            time.sleep(0.6)
+            after, ended = (
+                CpuDemand(cgroup.cpu_ns(), run_queue_waits([process.pid])),
+                time.monotonic(),
+            )
+        finally:
+            process.kill()
+            process.wait()
+            cgroup.remove()
+        wall = (ended - started) * 1e9
+        shares[name] = ((after.cpu_ns - before.cpu_ns) / wall, after.wanted_since(before) / wall)
+    used, wanted = shares["spins"]
+    assert used < IDLE_CPU_FAIL < 0.8 < wanted  # got at most its tenth, asked for a whole CPU
+    assert shares["sleeps"][1] < IDLE_CPU_WARN
 
 
 def test_a_bot_that_allocates_2_gb_is_killed_at_the_contest_limit(tmp_path: Path) -> None:

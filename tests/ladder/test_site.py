@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
 import random
 from pathlib import Path
 
@@ -14,11 +15,13 @@ import pytest
 import trio
 
 from engine import GameState
+from ladder.site.server import site_config
 from ladder.site.sessions import hash_password
 from ladder.store import GameResultRow, LadderStore
 from protocol.messages import Memento
 from protocol.replay import write_replay
 from server.logins import Logins
+from tests.helpers.hypercorn_race import protocol_send_failure, send_race
 from tests.ladder.site_client import PASSWORD, running_site, sign_in, zip_bytes
 
 BOT = zip_bytes({"start.sh": '#!/bin/sh\nexec python3 bot.py "$@"\n', "bot.py": "print(1)\n"})
@@ -321,3 +324,20 @@ async def test_challenge_from_the_team_page_and_its_rate_limit(tmp_path: Path) -
         again = await client.post(f"/team/{a}/challenge", {"opponent": str(vb), "games": "2"})
         assert again.status == 400 and "not now" in again.text
         assert len(site.store.matches(team_id=a)) == 1
+
+
+async def test_the_sites_hypercorn_drops_only_its_send_race(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The site's hypercorn logs as the viewer's (`web.listen.hypercorn_config`): a client
+    leaving during its 408 is no "Error in ASGI Framework" traceback; another error is one."""
+    log = site_config().log
+    caplog.set_level(logging.INFO, logger="hypercorn.error")
+    for error in (await send_race(), await protocol_send_failure(RuntimeError("a bug"))):
+        try:
+            raise error
+        except Exception:
+            await log.exception("Error in ASGI Framework")  # as hypercorn's task group does
+    errors = [record for record in caplog.records if record.name == "hypercorn.error"]
+    assert [record.exc_info[1] for record in errors if record.exc_info] == [error]
+    assert logging.getLogger("hypercorn.error").propagate  # once, through the root's handler

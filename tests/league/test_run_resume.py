@@ -49,7 +49,7 @@ def results(database: Path) -> dict[tuple[int, int], tuple[object, ...]]:
     return {(row[0], row[1]): tuple(row) for row in rows}
 
 
-async def wait_until_gone(marker: str, seconds: float = 10.0) -> None:
+async def wait_until_gone(marker: str, seconds: float = 30.0) -> None:
     """Poll until no process carries `marker`; fail with the survivors' command lines."""
     with trio.move_on_after(seconds):
         while processes_with(marker):
@@ -59,11 +59,38 @@ async def wait_until_gone(marker: str, seconds: float = 10.0) -> None:
     assert not survivors, f"left behind: {lines}"
 
 
+def running_games(database: Path) -> int:
+    """Games the current run has started (a run gives back the others' when it starts)."""
+    if not database.exists():
+        return 0
+    try:
+        with sqlite3.connect(database, timeout=5) as connection:
+            row = connection.execute("SELECT COUNT(*) FROM games WHERE status = 'running'")
+            return int(row.fetchone()[0])
+    except sqlite3.OperationalError:  # being created, or locked by the league for a moment
+        return 0
+
+
+async def playing(process: trio.Process, log: Path, database: Path, *, last: bool) -> None:
+    """Until the run plays: its first line printed (by then its signal handling is in place, and
+    a loaded machine can take seconds to get there) and a game of it running; before the last
+    kill also a result recorded (or the kills would test nothing). Or until it has ended."""
+    with trio.fail_after(120):  # a guard against a hang only
+        while process.returncode is None and process.poll() is None:
+            started = b"games played" in log.read_bytes()
+            if started and running_games(database) and (not last or results(database)):
+                return
+            await trio.sleep(0.05)
+
+
 async def test_killed_at_random_points_the_league_resumes_to_exactly_one_result_per_game(
     tmp_path: Path,
 ) -> None:
     # 20 ms a move: a game lasts about a second, so the league (24 games) outlasts the first
     # kills even on an idle machine (without it, it once finished before the first signal).
+    # Each kill comes at a random moment of a run's play, not of its start-up: a loaded
+    # machine once spent the whole random delay importing, and the SIGTERM came before the
+    # league could catch it (-15, not 130).
     teams: dict[str, list[str] | str] = {
         f"bot{index}": [*FAST_BOT, "--seed", str(index), "--delay", "0.02"] for index in range(4)
     }
@@ -81,7 +108,8 @@ async def test_killed_at_random_points_the_league_resumes_to_exactly_one_result_
             process = await trio.lowlevel.open_process(
                 command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT
             )
-            await trio.sleep(chooser.uniform(1.0, 4.0))
+            await playing(process, tmp_path / f"run{kill}.log", database, last=kill == KILLS - 1)
+            await trio.sleep(chooser.uniform(0.0, 1.5))
             signum = signal.SIGTERM if kill == 1 else signal.SIGKILL
             process.send_signal(signum)
             with trio.fail_after(30):

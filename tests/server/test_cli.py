@@ -207,6 +207,51 @@ async def test_port_in_use_exits_1_with_a_message(tmp_path: Path) -> None:
     assert b"Traceback" not in output
 
 
+# `piranhas-server` whose serve, once stopped by a SIGTERM, gets one SIGTERM and one SIGINT
+# more: after serve gave the signals back (inside trio.run) and after main returned.
+LATE_SIGNALS = """
+import functools, os, signal, sys
+import trio
+import server.app
+from cli.server import main
+
+real_serve = server.app.serve
+
+def late_signals():
+    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGINT)
+
+async def serve(settings, **options):
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(real_serve, settings, **options))
+        os.kill(os.getpid(), signal.SIGTERM)
+    late_signals()
+    await trio.sleep(0)
+
+server.app.serve = serve
+status = main(sys.argv[1:])
+late_signals()
+sys.exit(status)
+"""
+
+
+async def test_a_signal_after_the_graceful_shutdown_changes_nothing(tmp_path: Path) -> None:
+    """The server was asked to stop and did: a late SIGTERM or Ctrl+C (serve has given the
+    signals back) neither kills it (-15) nor calls it interrupted (130): status 0."""
+    with trio.fail_after(30):
+        process = await trio.run_process(
+            [sys.executable, "-c", LATE_SIGNALS, "--log-format", "json", "--port", "0"],
+            cwd=tmp_path,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    output = process.stderr.decode()
+    assert process.returncode == 0, output
+    assert "server stopped" in output and "interrupted" not in output
+    assert "Traceback" not in output
+
+
 async def test_properties_warnings_are_logged_at_start(tmp_path: Path) -> None:
     (tmp_path / "server.properties").write_text("paused=false\nprot=1\n", encoding="utf-8")
     with trio.fail_after(30):

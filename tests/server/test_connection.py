@@ -365,6 +365,27 @@ async def test_socket_transport_stamps_bytes_with_their_arrival() -> None:
     await listeners[0].aclose()
 
 
+async def test_socket_transport_closes_at_once_even_when_cancelled() -> None:
+    # A server stop cancels the connections: their close must still happen, and not raise
+    # (a connection's clean-up runs it in a `finally`).
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+    client = await trio.open_tcp_stream("127.0.0.1", port)
+    stream = await listeners[0].accept()
+    transport = transport_for(stream)
+    with trio.fail_after(5):
+        await client.send_all(b"<protocol>")
+        assert (await transport.receive())[0] == b"<protocol>"  # the recvmsg view is made
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await transport.aclose()
+        assert not scope.cancelled_caught
+        assert stream.socket.fileno() == -1
+        await _drain(client)
+    await client.aclose()
+    await listeners[0].aclose()
+
+
 async def _drain(stream: trio.abc.ReceiveStream) -> None:
     """Read until the stream ends (or is reset)."""
     with contextlib.suppress(trio.BrokenResourceError):

@@ -24,6 +24,7 @@ import trio.testing
 
 from protocol.events import (
     Authenticate,
+    CancelRequest,
     Join,
     JoinPrepared,
     JoinRoom,
@@ -236,6 +237,16 @@ async def test_prepared_rooms_are_capped(make_harness: HarnessFactory) -> None:
         harness.send(harness.peer(code), JoinPrepared(code))
     harness.send(admin, prepare)
     assert len(admin.of(Prepared)) == 3
+    # Full again; a cancelled one frees a place too, and rooms made by <join> never count.
+    harness.send(admin, prepare)
+    assert len(admin.of(ErrorPacket)) == 4
+    harness.send(admin, CancelRequest(admin.of(Prepared)[1].room_id))
+    for name in ("x", "y", "z"):
+        harness.send(harness.peer(name), Join())
+    harness.send(admin, prepare)
+    assert len(admin.of(Prepared)) == 4
+    harness.send(admin, prepare)
+    assert len(admin.of(ErrorPacket)) == 5
 
 
 # ------------------------------------------------------------------------------ health probe
@@ -493,7 +504,8 @@ def _queues(port: int) -> dict[tuple[int, int], tuple[int, int]]:
 
 async def test_a_second_sigterm_during_shutdown_still_stops_cleanly(tmp_path: Path) -> None:
     """A client that reads nothing keeps the shutdown waiting for it; a second SIGTERM then
-    ends the wait instead of killing the process (status 0, "server stopped" logged)."""
+    ends the wait at once (not at the grace's deadline), instead of killing the process
+    (status 0, "server stopped" logged)."""
     output = bytearray()
 
     async def drain() -> None:  # the server must never block on a full stderr pipe
@@ -574,3 +586,8 @@ async def test_a_second_sigterm_during_shutdown_still_stops_cleanly(tmp_path: Pa
                 process.kill()
                 await process.wait()
     assert b"signal received again" in output
+    # The second signal ended the wait (the server's own clock: before the grace's deadline);
+    # without it the wait would have ended at that deadline all the same, status 0.
+    entries = [json.loads(line) for line in output.splitlines() if line.startswith(b"{")]
+    stopped_waiting = [e for e in entries if e.get("event") == "stopped waiting for clients"]
+    assert [(e["connections"], e["ended_by"]) for e in stopped_waiting] == [(1, "signal")]
