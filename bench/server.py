@@ -41,6 +41,7 @@ import random
 import statistics
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -240,10 +241,12 @@ async def run_level(
     verify: bool = False,
     think: float = 0.0,
     ramp: float = 1.0,
+    watch: Callable[[Stats], Awaitable[None]] | None = None,
 ) -> tuple[Stats, Window]:
     """`concurrency` game loops, each playing prepared games back to back. Moves are counted
     in a window of `seconds` that opens `ramp` seconds after the start (once every game
-    runs); games running at its end are finished but no longer counted."""
+    runs); games running at its end are finished but no longer counted. `watch` runs beside
+    the games with their (live) stats."""
     now = time.perf_counter()
     stats = Stats(start=now + ramp, deadline=now + ramp + seconds, verify=verify, think=think)
     window = Window()
@@ -279,6 +282,8 @@ async def run_level(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(preparer.run)
             nursery.start_soon(measure_cpu)
+            if watch is not None:
+                nursery.start_soon(watch, stats)
             async with trio.open_nursery() as loops:
                 for index in range(concurrency):
                     loops.start_soon(game_loop, ramp * index / concurrency)
