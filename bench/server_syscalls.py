@@ -55,6 +55,8 @@ SYSCALLS = (
     "munmap",
     "brk",
 )
+# Reads counted again when they fail: with EAGAIN, a read that found nothing there.
+FAILED = ("recvmsg", "recvfrom")
 _COUNT = re.compile(r"^\s*([\d,.]+|<not counted>|<not supported>)\s+(\S+:\S+)", re.M)
 
 
@@ -71,8 +73,11 @@ def start_perf(pid: int, output: Path) -> subprocess.Popen[bytes] | None:
     if perf is None:
         return None
     events = ["raw_syscalls:sys_enter", *(f"syscalls:sys_enter_{name}" for name in SYSCALLS)]
+    command = [perf, "stat", "-p", str(pid), "-o", str(output), "-e", ",".join(events)]
+    for name in FAILED:  # the reads that found nothing there (EAGAIN) and the like
+        command += ["-e", f"syscalls:sys_exit_{name}", "--filter", "ret < 0"]
     return subprocess.Popen(
-        [perf, "stat", "-p", str(pid), "-o", str(output), "-e", ",".join(events)],
+        command,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -88,7 +93,12 @@ def stop_perf(perf: subprocess.Popen[bytes] | None, output: Path) -> dict[str, i
     for number, event in _COUNT.findall(output.read_text()):
         if not number[0].isdigit():
             continue
-        name = "all" if event == "raw_syscalls:sys_enter" else event.rsplit("sys_enter_", 1)[-1]
+        if event == "raw_syscalls:sys_enter":
+            name = "all"
+        elif "sys_exit_" in event:
+            name = event.rsplit("sys_exit_", 1)[-1] + " failed"
+        else:
+            name = event.rsplit("sys_enter_", 1)[-1]
         counts[name] = int(number.replace(",", "").replace(".", ""))
     return counts
 
@@ -126,7 +136,13 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=100, help="concurrent games")
     parser.add_argument("--seconds", type=float, default=5.0, help="measured window")
     parser.add_argument("--relay", action="store_true", help="also measure bench.relay")
-    parser.add_argument("--checkout", type=Path, help="also measure this checkout's server")
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        action="append",
+        default=[],
+        help="also measure this checkout's server (named by its directory; repeatable)",
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs per target, in turns")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bench-syscalls-"))
@@ -135,14 +151,15 @@ def main() -> None:
         targets["server"] = servers.enter_context(
             start_server(["--log-level", "info"], cwd=workdir, log=workdir / "server.log", cpu=0)
         )
-        if args.checkout is not None:
-            olddir = workdir / "checkout"
+        for checkout in args.checkout:
+            label = checkout.resolve().name
+            olddir = workdir / label
             olddir.mkdir()
-            targets["old"] = servers.enter_context(
+            targets[label] = servers.enter_context(
                 start_server(
                     ["--log-level", "info"],
                     cwd=olddir,
-                    root=args.checkout.resolve(),
+                    root=checkout.resolve(),
                     log=olddir / "server.log",
                     cpu=0,
                 )
@@ -164,7 +181,7 @@ def main() -> None:
                 row["load"] = load
                 rows[label].append(row)
                 print(
-                    f"{label:>6}: {row['moves']:.0f} moves, user {row['user_us']:.0f} µs/move, "
+                    f"{label:>15}: {row['moves']:.0f} moves, user {row['user_us']:.0f} µs/move, "
                     f"system {row['system_us']:.0f} µs/move, "
                     f"syscalls {row.get('all', float('nan')):.2f}/move (load {load:.1f})"
                 )
@@ -172,7 +189,7 @@ def main() -> None:
             {name for runs in rows.values() for row in runs for name in row}
             - {"moves", "user_us", "system_us", "load", "all"}
         )
-        print(f"{'per move':>12}" + "".join(f"{label:>10}" for label in targets))
+        print(f"{'per move':>16}" + "".join(f"{label:>15}" for label in targets))
         for name in ["user_us", "system_us", "all", *names]:
             values = []
             for label in targets:
@@ -180,7 +197,7 @@ def main() -> None:
                 values.append(sum(row.get(name, 0.0) for row in runs) / len(runs))
             if name in SYSCALLS and max(values) < 0.01:
                 continue
-            print(f"{name:>12}" + "".join(f"{value:>10.2f}" for value in values))
+            print(f"{name:>16}" + "".join(f"{value:>15.2f}" for value in values))
 
 
 if __name__ == "__main__":
