@@ -450,6 +450,29 @@ def _state_board_xml(state: GameState, depth: int, room_id: str | None = None) -
     return "".join(_room_board(state, depth, room_id, pieces))
 
 
+def _changed_mask(boards: tuple[int, ...], old_boards: tuple[int, ...]) -> int:
+    """The fields (one bit each) whose state differs between two `GameState.bitboards()`."""
+    one, two, squid, ge2, ge3 = boards
+    return (
+        (one ^ old_boards[0])
+        | (two ^ old_boards[1])
+        | (squid ^ old_boards[2])
+        | (ge2 ^ old_boards[3])
+        | (ge3 ^ old_boards[4])
+    )
+
+
+def _field_name(bit: int, boards: tuple[int, ...]) -> str:
+    """The `FieldState` name of the field `bit` in `boards` (a `GameState.bitboards()`)."""
+    one, two, squid, ge2, ge3 = boards
+    if bit & squid:
+        return "SQUID"
+    if bit & (one | two):
+        size = "L" if bit & ge3 else "M" if bit & ge2 else "S"
+        return ("ONE_" if bit & one else "TWO_") + size
+    return "EMPTY"
+
+
 def _room_board(
     state: GameState,
     depth: int,
@@ -463,15 +486,7 @@ def _room_board(
     slot = (room_id, depth)
     previous = _ROOM_BOARDS.get(slot)
     if previous is not None and previous[0] == width and previous[1] == height:
-        old_boards = previous[2]
-        one, two, squid, ge2, ge3 = boards
-        changed = (
-            (one ^ old_boards[0])
-            | (two ^ old_boards[1])
-            | (squid ^ old_boards[2])
-            | (ge2 ^ old_boards[3])
-            | (ge3 ^ old_boards[4])
-        )
+        changed = _changed_mask(boards, previous[2])
         stride = width + 1  # field (x, y) is bit y * (width + 1) + x
         if changed >> (height * stride) == 0:  # (else bits off the board: render it all)
             lines = list(previous[3])  # a copy: a replay thread may render the same room
@@ -483,14 +498,7 @@ def _room_board(
                 y, x = divmod(low.bit_length() - 1, stride)
                 if x == width:  # the padding column: not a field
                     break
-                if low & squid:
-                    name = "SQUID"
-                elif low & (one | two):
-                    size = "L" if low & ge3 else "M" if low & ge2 else "S"
-                    name = ("ONE_" if low & one else "TWO_") + size
-                else:
-                    name = "EMPTY"
-                lines[1 + y * row_length + 1 + x] = fields[name]
+                lines[1 + y * row_length + 1 + x] = fields[_field_name(low, boards)]
             else:
                 _ROOM_BOARDS[slot] = (width, height, boards, lines)
                 return lines
@@ -571,15 +579,7 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
     previous = _ROOM_BOARD_BYTES.get(slot)
     board: bytes | None = None
     if previous is not None and previous[0] == width and previous[1] == height:
-        old_boards = previous[2]
-        one, two, squid, ge2, ge3 = boards
-        changed = (
-            (one ^ old_boards[0])
-            | (two ^ old_boards[1])
-            | (squid ^ old_boards[2])
-            | (ge2 ^ old_boards[3])
-            | (ge3 ^ old_boards[4])
-        )
+        changed = _changed_mask(boards, previous[2])
         if not changed:
             board = previous[3]
         else:
@@ -592,14 +592,7 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
                 at = offsets.get(low)
                 if at is None:  # the padding column or off the board: render it all
                     break
-                if low & squid:
-                    name = "SQUID"
-                elif low & (one | two):
-                    size = "L" if low & ge3 else "M" if low & ge2 else "S"
-                    name = ("ONE_" if low & one else "TWO_") + size
-                else:
-                    name = "EMPTY"
-                patched[at : at + _FIELD_NAME_BYTES] = names[name]
+                patched[at : at + _FIELD_NAME_BYTES] = names[_field_name(low, boards)]
             else:
                 board = bytes(patched)
     if board is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -89,6 +90,25 @@ def test_a_row_is_the_row_of_the_board() -> None:
         state.row(state.height)
 
 
+def _interleaved_games(steps: int) -> Iterator[tuple[int, str, GameState]]:
+    # Four rooms in turn, each a game one move on at its next turn; now and then a room is
+    # reused by an unrelated game: a new one, a lower board, a narrower one.
+    games = {f"room-{seed % 4}": GameState.initial(seed) for seed in range(4)}
+    for step in range(steps):
+        room = f"room-{step % 4}"
+        state = games[room]
+        yield step, room, state
+        moves = state.legal_moves()
+        if state.is_over or step % 37 == 0:
+            games[room] = GameState.initial(step)  # a new game in the same room
+        elif step % 53 == 0:
+            games[room] = GameState.from_rows(state.rows()[0:3])  # another height
+        elif step % 41 == 0:
+            games[room] = GameState.from_rows([row[:-1] for row in state.rows()])  # width
+        else:
+            games[room] = state.apply(moves[step % len(moves)])
+
+
 def test_boards_rendered_from_the_room_cache_match_the_plain_rendering(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -99,11 +119,10 @@ def test_boards_rendered_from_the_room_cache_match_the_plain_rendering(
     monkeypatch.setattr(messages, "_ROOM_BOARDS", {})
     monkeypatch.setattr(messages, "_ROW_CACHE_SIZE", 64)
     monkeypatch.setattr(messages, "_ROW_CACHE", {})
-    games = {f"room-{seed % 4}": GameState.initial(seed) for seed in range(4)}
     checked = reused = 0
-    for step in range(400):
-        room = f"room-{step % 4}"
-        state = games[room]
+    last = GameState.initial()
+    for step, room, state in _interleaved_games(400):
+        last = state
         for depth in (3, 4):
             reused += (room, depth) in messages._ROOM_BOARDS
             plain = messages.board_xml(state.rows(), depth)
@@ -111,18 +130,9 @@ def test_boards_rendered_from_the_room_cache_match_the_plain_rendering(
             checked += 1
         if step % 97 == 0:  # a ninth (room, depth): the cache is cleared
             messages._state_board_xml(state, 5, "room-extra")
-        moves = state.legal_moves()
-        if state.is_over or step % 37 == 0:
-            games[room] = GameState.initial(step)  # a new game in the same room
-        elif step % 53 == 0:
-            games[room] = GameState.from_rows(state.rows()[0:3])  # another height
-        elif step % 41 == 0:
-            games[room] = GameState.from_rows([row[:-1] for row in state.rows()])  # width
-        else:
-            games[room] = state.apply(moves[step % len(moves)])
     assert checked == 800 and reused > 100, reused
-    memento = messages.Memento("room-0", games["room-0"])
-    assert memento.to_xml(1) == messages.Memento("other", games["room-0"]).to_xml(1).replace(
+    memento = messages.Memento("room-0", last)
+    assert memento.to_xml(1) == messages.Memento("other", last).to_xml(1).replace(
         'roomId="other"', 'roomId="room-0"'
     )
 
@@ -136,11 +146,8 @@ def test_memento_bytes_from_the_room_board_are_the_rendered_mementos(
     # Each time the bytes are the memento rendered from its rows, encoded.
     monkeypatch.setattr(messages, "_ROOM_BOARDS_SIZE", 8)
     monkeypatch.setattr(messages, "_ROOM_BOARD_BYTES", {})
-    games = {f"room-{seed % 4}": GameState.initial(seed) for seed in range(4)}
     checked = reused = 0
-    for step in range(400):
-        room = f"room-{step % 4}"
-        state = games[room]
+    for step, room, state in _interleaved_games(400):
         for depth in (0, 1, 1):
             reused += (room, depth) in messages._ROOM_BOARD_BYTES
             data = messages.Memento(room, state).to_bytes(depth)
@@ -150,15 +157,6 @@ def test_memento_bytes_from_the_room_board_are_the_rendered_mementos(
             checked += 1
         if step % 97 == 0:  # a ninth (room, depth): the cache is cleared
             messages.Memento("room-extra", state).to_bytes(2)
-        moves = state.legal_moves()
-        if state.is_over or step % 37 == 0:
-            games[room] = GameState.initial(step)  # a new game in the same room
-        elif step % 53 == 0:
-            games[room] = GameState.from_rows(state.rows()[0:3])  # another height
-        elif step % 41 == 0:
-            games[room] = GameState.from_rows([row[:-1] for row in state.rows()])  # width
-        else:
-            games[room] = state.apply(moves[step % len(moves)])
     assert checked == 1200 and reused > 300, reused
 
 
