@@ -27,7 +27,7 @@ from pathlib import Path
 import trio
 
 from bench.server import Stats, run_level
-from bench.serverprocess import ServerProcess, start_server
+from bench.serverprocess import ServerProcess, cpu_times, start_server
 
 # The calls a trio server makes on its per-move path, and some it should not.
 SYSCALLS = (
@@ -58,13 +58,6 @@ SYSCALLS = (
 # Reads counted again when they fail: with EAGAIN, a read that found nothing there.
 FAILED = ("recvmsg", "recvfrom")
 _COUNT = re.compile(r"^\s*([\d,.]+|<not counted>|<not supported>)\s+(\S+:\S+)", re.M)
-
-
-def cpu_times(pid: int) -> tuple[float, float]:
-    """User and system CPU seconds of a process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def start_perf(pid: int, output: Path) -> subprocess.Popen[bytes] | None:

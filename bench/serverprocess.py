@@ -142,10 +142,16 @@ def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
     raise SystemExit("server did not start listening")
 
 
+def cpu_times(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds of a process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return sum(cpu_times(pid))
 
 
 def percentile(samples: list[float], fraction: float) -> float:

@@ -107,8 +107,12 @@ class DockerPlayer:
         cpu = self.cpu_ns()
         if cpu is None or "pids" not in self.dirs:
             return None
-        pids = [int(p) for p in _read(self.dirs["pids"] / "cgroup.procs").split()]
+        pids = self._pids()
         return CpuDemand(cpu, run_queue_waits(pids))
+
+    def _pids(self) -> list[int]:
+        """The processes in the container's cgroup (tini first); needs the "pids" dir."""
+        return [int(pid) for pid in _read(self.dirs["pids"] / "cgroup.procs").split()]
 
     def sample(self) -> None:
         """Also the memory peak and CPU time so far: Docker removes a container's cgroup when
@@ -116,7 +120,7 @@ class DockerPlayer:
         if self.done or "pids" not in self.dirs:
             return
         self._measure()
-        pids = [int(p) for p in _read(self.dirs["pids"] / "cgroup.procs").split()]
+        pids = self._pids()
         # tini (--init) is the container's first process; the bot is what runs under it.
         self.record.max_processes = max(self.record.max_processes, max(0, len(pids) - 1))
         self.record.max_threads = max(self.record.max_threads, threads_of(pids[1:]))
