@@ -378,8 +378,10 @@ def main() -> None:
         parser.error(f"--checkout {args.checkout}: no cli/server.py there")
     levels = [int(level) for level in args.levels.split(",")]
 
-    workdir = Path(tempfile.mkdtemp(prefix="bench-server-"))
     with contextlib.ExitStack() as servers:
+        # Removed after the servers stopped (entered first, left last): each run's logs are
+        # megabytes, and nothing reads them after the run.
+        workdir = Path(servers.enter_context(tempfile.TemporaryDirectory(prefix="bench-server-")))
         targets: dict[str, ServerProcess] = {}
         targets["server"] = servers.enter_context(
             start_server(

@@ -23,6 +23,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PASSWORD = "bench"  # the administrator password of every benchmark's server
 STOP_SECONDS = 30  # a graceful stop (and cProfile writing its file) takes at most this long
+# The CPUs this process may use when it starts: the first pinned server moves this process off
+# its CPU, and every later server (the relay, an old checkout) must be pinned to that CPU too,
+# not left to share the clients' CPUs.
+_CPUS = sorted(os.sched_getaffinity(0))
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,7 @@ def start_server(
     command = [sys.executable, *profiler, "-m", module, "--port", str(port)]
     command += ["--password", PASSWORD, *(["--web-port", str(web_port)] if web_port else [])]
     command += options
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = _CPUS
     alone = {cpu} if cpu is not None and len(cpus) > 1 else None
     pinned = alone is not None
 
