@@ -219,14 +219,10 @@ def _scores_xml(result: GameResult, depth: int) -> str:
     for player, parts in result.scores:
         # The official PlayerConverter drops a blank display name.
         name = f' name="{escape_attr(player.name)}"' if player.name.strip() else ""
-        if parts:
-            score = "".join(f"{part_pad}<part>{escape_text(str(part))}</part>" for part in parts)
-            score = f"<score>{score}{inner_pad}</score>"
-        else:
-            score = "<score></score>"
+        score = "".join(f"{part_pad}<part>{escape_text(str(part))}</part>" for part in parts)
         entries.append(
             f'{entry_pad}<entry>{inner_pad}<player{name} team="{player.team._name_}"/>'
-            f"{inner_pad}{score}{entry_pad}</entry>"
+            f"{inner_pad}<score>{score}{inner_pad}</score>{entry_pad}</entry>"
         )
     return f"<scores>{''.join(entries)}\n{INDENT * depth}</scores>"
 

@@ -467,7 +467,6 @@ def test_states_differing_only_in_rendered_attributes_render_differently() -> No
         _result(None, True, "", ("  ", 'a"<b>&\t')),
         _result(Team.TWO, True, "ümläut\n\x7f", ("\U0001f41f", "b")),
         GameResult([], None, False, "none"),
-        GameResult([(PlayerEntry(Team.ONE, "p"), ())], Team.ONE, True, "no parts"),
     ],
 )
 def test_result_fast_path_equals_the_generic_rendering(indent: int, result: GameResult) -> None:
