@@ -115,7 +115,10 @@ class ServerConnection:
         else:
             body = message.to_bytes(1)
             _last_rendered = (message, body)
-        return self._writer.packet_bytes(body)
+        writer = self._writer
+        if writer._started and not writer._closed:
+            return b"\n" + body  # packet_bytes' usual case, without the call (every message)
+        return writer.packet_bytes(body)
 
     def close(self) -> bytes:
         """The bytes that end our document: "\\n</protocol>", or "<protocol/>" if nothing

@@ -332,8 +332,12 @@ class Room:
         memento = Memento(self.id, self.state)
         self._to_observers(memento)
         if not self.paused:
-            self._to_players(memento)
-            self.record(memento)
+            # _to_players and record inlined: once per move.
+            for slot in self.slots:
+                if slot.connected and slot.peer is not None:
+                    slot.peer.send(memento)
+            if self.replay is not None:
+                self.replay.append(memento)
         if self.state.is_over:
             self.finish()
         elif not self.paused:

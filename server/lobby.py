@@ -249,7 +249,11 @@ class Lobby:
     # ------------------------------------------------------------------ the game
 
     def _on_move(self, peer: Peer, packet: MovePacket, received_at: float) -> None:
-        room = self._room(packet.room_id)
+        room_id = packet.room_id
+        # (once per move: _room only for its error)
+        room = self.rooms.get(room_id) if room_id is not None else None
+        if room is None:
+            room = self._room(room_id)
         if room.status is RoomStatus.OVER:
             raise ClientError(
                 f"{errors.GAME_EXCEPTION}: Game is already over, but got {packet.move}"
