@@ -74,9 +74,7 @@ class ServerConnection:
 
     def receive_data(self, data: bytes) -> None:
         """Queue bytes from the peer; b"" means EOF (repeating it is harmless). Parsing
-        happens in next_event."""
-        if self._reader.eof and data:
-            raise LocalProtocolError("receive_data after EOF")
+        happens in next_event. Bytes after EOF raise LocalProtocolError."""
         self._reader.feed(data)
 
     def next_event(self) -> ClientPacket | NeedData:
@@ -143,9 +141,8 @@ class ClientConnection:
         return self._writer.packet(render_standalone(packet.node(), 1))
 
     def receive_data(self, data: bytes) -> None:
-        """Queue bytes from the server; b"" means EOF."""
-        if self._reader.eof and data:
-            raise LocalProtocolError("receive_data after EOF")
+        """Queue bytes from the server; b"" means EOF. Bytes after EOF raise
+        LocalProtocolError."""
         self._reader.feed(data)
 
     def next_event(self) -> ServerMessage | NeedData:

@@ -592,14 +592,22 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
             board = previous[3]
         else:
             patched = bytearray(previous[3])
-            names = _FIELD_NAMES
             while changed:
                 low = changed & -changed
                 changed ^= low
                 at = offsets.get(low)
                 if at is None:  # the padding column or off the board: render it all
                     break
-                patched[at : at + _FIELD_NAME_BYTES] = names[_field_name(low, boards)]
+                # _field_name inlined, as bytes (two or three fields a move).
+                if low & squid:
+                    name = b"SQUID"
+                elif low & one:
+                    name = b"ONE_L" if low & ge3 else b"ONE_M" if low & ge2 else b"ONE_S"
+                elif low & two:
+                    name = b"TWO_L" if low & ge3 else b"TWO_M" if low & ge2 else b"TWO_S"
+                else:
+                    name = b"EMPTY"
+                patched[at : at + _FIELD_NAME_BYTES] = name
             else:
                 board = bytes(patched)
     else:

@@ -196,7 +196,10 @@ class Lobby:
             return
         with self.batch:
             try:
-                self._dispatch(peer, member, packet, received_at)
+                if type(packet) is MovePacket:  # (most packets: without _dispatch's call)
+                    self._on_move(peer, packet, received_at)
+                else:
+                    self._dispatch(peer, member, packet, received_at)
             except ClientError as error:
                 (log.debug if error.quiet else log.info)(
                     "request refused", peer=peer.name, error=str(error)
