@@ -177,7 +177,6 @@ def main() -> None:
     needed = max(args.idle, 2 * args.games) + 200
     if hard != resource.RLIM_INFINITY and hard < needed:
         raise SystemExit(f"RLIMIT_NOFILE hard limit {hard} < {needed} descriptors needed")
-    workdir = Path(tempfile.mkdtemp(prefix="bench-memory-"))
     options = [
         "--log-level",
         "warning",
@@ -190,10 +189,12 @@ def main() -> None:
     descriptors = hard if hard != resource.RLIM_INFINITY else needed + 1000
     print(f"server: -m cli.server {' '.join(options)}  (RLIMIT_NOFILE {descriptors})")
     print("each measure on a fresh server process:")
-    with start_server(options, cwd=workdir, descriptors=descriptors) as server:
-        trio.run(measure_idle, server, args.idle)
-    with start_server(options, cwd=workdir, descriptors=descriptors) as server:
-        trio.run(measure_games, server, args.games, args.think)
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        workdir = Path(tmp)
+        with start_server(options, cwd=workdir, descriptors=descriptors) as server:
+            trio.run(measure_idle, server, args.idle)
+        with start_server(options, cwd=workdir, descriptors=descriptors) as server:
+            trio.run(measure_games, server, args.games, args.think)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ real start board's, rendered once (the size a server writes), and a game ends wi
 after as many moves as the first-legal-move game on that board lasts, so the clients (which
 track the state themselves) never run out of moves.
 
-Reads and writes go straight to the descriptor, as the server's SocketTransport does: a
-non-blocking `recv` first and `wait_readable` only when nothing is there; a write that does
+Reads and writes go straight to the descriptor, as the server's SocketTransport does:
+`wait_readable`, then a non-blocking `recv` (reading first would cost a failed `recv` for
+almost every packet at 100 games, a system call the server does not make); a write that does
 not fit goes to a per-connection backlog that a writer task drains.
 
 Run:  .venv/bin/python -m bench.relay --port 13099   (bench.server --relay starts it itself)
@@ -188,10 +189,13 @@ class Relay:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(peer.writer)
                 while True:
+                    # Waiting first, as the server's SocketTransport.receive does: at 100 games
+                    # the next packet is almost never there yet, and reading first costs a
+                    # failed recv a packet.
+                    await trio.lowlevel.wait_readable(sock)
                     try:
                         data = sock.recv(RECEIVE_BYTES)
                     except BlockingIOError:
-                        await trio.lowlevel.wait_readable(sock)
                         continue
                     except OSError:
                         data = b""

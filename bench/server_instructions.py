@@ -57,7 +57,10 @@ async def _play_games(games: int, concurrency: int, relay: bool) -> int:
             from server.app import serve
             from server.config import load_settings
 
-            workdir = Path(tempfile.mkdtemp(prefix="bench-instructions-"))
+            # Removed when this function returns (the object's finalizer), after the server
+            # stopped: the server writes its results log there.
+            scratch = tempfile.TemporaryDirectory(prefix="bench-instructions-")
+            workdir = Path(scratch.name)
             # Move timeouts far beyond any run: under callgrind on a loaded machine a move can
             # take seconds, and a timeout would end the game early (other games, other counts).
             timeouts = ["--soft-timeout", "3600", "--hard-timeout", "7200"]

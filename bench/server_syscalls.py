@@ -138,8 +138,9 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs per target, in turns")
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-syscalls-"))
     with contextlib.ExitStack() as servers:
+        # Removed after the servers stopped (entered first, left last).
+        workdir = Path(servers.enter_context(tempfile.TemporaryDirectory(prefix="bench-syscalls-")))
         targets: dict[str, ServerProcess] = {}
         targets["server"] = servers.enter_context(
             start_server(["--log-level", "info"], cwd=workdir, log=workdir / "server.log", cpu=0)
