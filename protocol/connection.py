@@ -74,9 +74,7 @@ class ServerConnection:
 
     def receive_data(self, data: bytes) -> None:
         """Queue bytes from the peer; b"" means EOF (repeating it is harmless). Parsing
-        happens in next_event."""
-        if self._reader.eof and data:
-            raise LocalProtocolError("receive_data after EOF")
+        happens in next_event. Bytes after EOF raise LocalProtocolError."""
         self._reader.feed(data)
 
     def next_event(self) -> ClientPacket | NeedData:
@@ -115,7 +113,10 @@ class ServerConnection:
         else:
             body = message.to_bytes(1)
             _last_rendered = (message, body)
-        return self._writer.packet_bytes(body)
+        writer = self._writer
+        if writer._started and not writer._closed:
+            return b"\n" + body  # packet_bytes' usual case, without the call (every message)
+        return writer.packet_bytes(body)
 
     def close(self) -> bytes:
         """The bytes that end our document: "\\n</protocol>", or "<protocol/>" if nothing
@@ -140,9 +141,8 @@ class ClientConnection:
         return self._writer.packet(render_standalone(packet.node(), 1))
 
     def receive_data(self, data: bytes) -> None:
-        """Queue bytes from the server; b"" means EOF."""
-        if self._reader.eof and data:
-            raise LocalProtocolError("receive_data after EOF")
+        """Queue bytes from the server; b"" means EOF. Bytes after EOF raise
+        LocalProtocolError."""
         self._reader.feed(data)
 
     def next_event(self) -> ServerMessage | NeedData:

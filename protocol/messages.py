@@ -599,15 +599,18 @@ def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
 # A memento as the stream's bytes (`Memento.to_bytes`, once per move for the players): the
 # board last sent in each room (room id, depth) is kept encoded, with its width, height and
 # bitboards. Every field's name has the same length (below), so a field sits at a fixed
-# offset: the fields a move changed are written over in a copy, and the memento is four
-# pieces joined, without rendering, joining and encoding the board's 120 lines. Entries
+# offset: the fields a move changed are written over in a copy, and the memento is one
+# bytes formatting, without rendering, joining and encoding the board's 120 lines. Entries
 # are replaced, never changed (threads may render the same room). Cleared when full.
 _FIELD_NAMES = {state.name: state.name.encode() for state in FieldState}
 _FIELD_NAME_BYTES = len(next(iter(_FIELD_NAMES.values())))
 _FIXED_FIELDS = all(len(name) == _FIELD_NAME_BYTES for name in _FIELD_NAMES.values())
-_ROOM_BOARD_BYTES: dict[tuple[str, int], tuple[int, int, tuple[int, ...], bytes]] = {}
+# (width, height, bitboards, board bytes, _field_offsets of the board)
+_ROOM_BOARD_BYTES: dict[
+    tuple[str, int], tuple[int, int, tuple[int, ...], bytes, dict[int, int]]
+] = {}
 # The board of the last room's first memento, by depth: where the next room's first starts.
-_START_BOARD_BYTES: dict[int, tuple[int, int, tuple[int, ...], bytes]] = {}
+_START_BOARD_BYTES: dict[int, tuple[int, int, tuple[int, ...], bytes, dict[int, int]]] = {}
 
 
 @functools.lru_cache(maxsize=64)
@@ -628,8 +631,7 @@ def _field_offsets(depth: int, width: int, height: int) -> dict[int, int]:
 def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
     """`_memento_xml(room_id, state, depth).encode()`, from the room's last board."""
     width, height = state.width, state.height
-    board_depth = depth + 3
-    if not _FIXED_FIELDS or width == 0 or height == 0:
+    if not _FIXED_FIELDS or width == 0 or height == 0 or depth + 2 >= len(_INNER_BYTES):
         return _memento_xml(room_id, state, depth).encode()
     boards = state.bitboards()
     slot = (room_id, depth)
@@ -639,32 +641,85 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
     base = previous if previous is not None else _START_BOARD_BYTES.get(depth)
     board: bytes | None = None
     if base is not None and base[0] == width and base[1] == height:
-        changed = _changed_mask(boards, base[2])
+        offsets = base[4]
+        # _changed_mask inlined (once per move).
+        one, two, squid, ge2, ge3 = boards
+        old = base[2]
+        changed = (
+            (one ^ old[0]) | (two ^ old[1]) | (squid ^ old[2]) | (ge2 ^ old[3]) | (ge3 ^ old[4])
+        )
         if not changed:
             board = base[3]
         else:
             patched = bytearray(base[3])
-            offsets = _field_offsets(board_depth, width, height)
-            names = _FIELD_NAMES
             while changed:
                 low = changed & -changed
                 changed ^= low
                 at = offsets.get(low)
                 if at is None:  # the padding column or off the board: render it all
                     break
-                patched[at : at + _FIELD_NAME_BYTES] = names[_field_name(low, boards)]
+                # _field_name inlined, as bytes (two or three fields a move).
+                if low & squid:
+                    name = b"SQUID"
+                elif low & one:
+                    name = b"ONE_L" if low & ge3 else b"ONE_M" if low & ge2 else b"ONE_S"
+                elif low & two:
+                    name = b"TWO_L" if low & ge3 else b"TWO_M" if low & ge2 else b"TWO_S"
+                else:
+                    name = b"EMPTY"
+                patched[at : at + _FIELD_NAME_BYTES] = name
             else:
                 board = bytes(patched)
+    else:
+        offsets = _field_offsets(depth + 3, width, height)
     if board is None:
-        board = board_xml(state.rows(), board_depth).encode()
+        board = board_xml(state.rows(), depth + 3).encode()
         if previous is None and len(_ROOM_BOARD_BYTES) >= _ROOM_BOARDS_SIZE:
             _ROOM_BOARD_BYTES.clear()  # (threads: a lost entry is only rendered again)
-    entry = (width, height, boards, board)
+    entry = (width, height, boards, board, offsets)
     _ROOM_BOARD_BYTES[slot] = entry
     if previous is None:
         _START_BOARD_BYTES[depth] = entry
     head, tail = _memento_frame_bytes(room_id, depth)
-    return b"".join((head, _state_open(state, depth + 2).encode(), board, tail))
+    # One formatting of the whole memento: the state's opening is not made as a str, encoded
+    # and then joined.
+    first_union = state.first_union
+    move = state.last_move
+    return b'%b<state class="state" startTeam="ONE" turn="%d"%b>%b%b%b%b' % (
+        head,
+        state.turn,
+        b"" if first_union is None else _FIRST_UNION_BYTES[first_union],
+        b"" if move is None else _last_move_bytes(depth + 2, move),
+        _INNER_BYTES[depth + 2],
+        board,
+        tail,
+    )
+
+
+# What `_state_open` renders, as bytes: its firstUnion attribute by team, its indentation
+# of the state's children by the state's depth.
+_FIRST_UNION_BYTES = {team: f' firstUnion="{team.name}"'.encode() for team in Team}
+_INNER_BYTES = tuple(("\n" + INDENT * (depth + 1)).encode() for depth in range(64))
+# A state's <lastMove> as bytes, by (depth, x, y, direction name). Cleared when full.
+_LAST_MOVE_BYTES: dict[tuple[int, int, int, str], bytes] = {}
+
+
+def _last_move_bytes(depth: int, move: Move) -> bytes:
+    """The <lastMove> lines of a state at `depth` whose last move is `move` (as _state_open)."""
+    # (_name_: Enum.name is a Python-level property; this runs once per move.)
+    key = (depth, move.x, move.y, move.direction._name_)
+    last = _LAST_MOVE_BYTES.get(key)
+    if last is None:
+        inner = "\n" + INDENT * (depth + 1)
+        deeper = inner + INDENT
+        last = (
+            f'{inner}<lastMove>{deeper}<from x="{move.x}" y="{move.y}"/>'
+            f"{deeper}<direction>{key[3]}</direction>{inner}</lastMove>"
+        ).encode()
+        if len(_LAST_MOVE_BYTES) >= _LAST_MOVES_SIZE:
+            _LAST_MOVE_BYTES.clear()  # (threads: a lost entry is only rendered again)
+        _LAST_MOVE_BYTES[key] = last
+    return last
 
 
 @functools.lru_cache(maxsize=4096)

@@ -330,10 +330,16 @@ class Room:
     def _next(self) -> None:
         """Publish the current state; end the game or ask for the next move (AbstractGame.next)."""
         memento = Memento(self.id, self.state)
-        self._to_observers(memento)
+        # _to_observers, _to_players and record inlined: once per move.
+        for observer in self.observers:
+            observer.send(memento)
+        self.table.feed.observe(memento)
         if not self.paused:
-            self._to_players(memento)
-            self.record(memento)
+            for slot in self.slots:
+                if slot.connected and slot.peer is not None:
+                    slot.peer.send(memento)
+            if self.replay is not None:
+                self.replay.append(memento)
         if self.state.is_over:
             self.finish()
         elif not self.paused:

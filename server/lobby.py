@@ -196,7 +196,10 @@ class Lobby:
             return
         with self.batch:
             try:
-                self._dispatch(peer, member, packet, received_at)
+                if type(packet) is MovePacket:  # (most packets: without _dispatch's call)
+                    self._on_move(peer, packet, received_at)
+                else:
+                    self._dispatch(peer, member, packet, received_at)
             except ClientError as error:
                 (log.debug if error.quiet else log.info)(
                     "request refused", peer=peer.name, error=str(error)
@@ -249,7 +252,11 @@ class Lobby:
     # ------------------------------------------------------------------ the game
 
     def _on_move(self, peer: Peer, packet: MovePacket, received_at: float) -> None:
-        room = self._room(packet.room_id)
+        room_id = packet.room_id
+        # (once per move: _room only for its error)
+        room = self.rooms.get(room_id) if room_id is not None else None
+        if room is None:
+            room = self._room(room_id)
         if room.status is RoomStatus.OVER:
             raise ClientError(
                 f"{errors.GAME_EXCEPTION}: Game is already over, but got {packet.move}"
