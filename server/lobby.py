@@ -118,6 +118,11 @@ class Lobby:
         self._closing_rooms = 0
         self._rooms_closed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        # Ended rooms with nothing to record, for the closer task (`_close_unrecorded`): their
+        # <left> and removal in a later turn of the loop, as after a recording, without a task
+        # of their own per game. None while the closer is not running.
+        self._unrecorded: list[Room] | None = None
+        self._unrecorded_added = trio.Event()
         self._shutting_down = False
         self._room_limit = Episode("room limit reached: refusing new rooms", cap=settings.max_rooms)
         self._prepared_limit = Episode(
@@ -131,6 +136,8 @@ class Lobby:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             nursery.start_soon(self.timers.run)
+            self._unrecorded = []
+            nursery.start_soon(self._close_unrecorded)
             task_status.started()
             await trio.sleep_forever()
 
@@ -294,6 +301,15 @@ class Lobby:
             self._rooms_closed = trio.Event()
         if self._nursery is None:
             raise RuntimeError("Lobby.run() is not running")
+        if not self.recorder.has_work(game):
+            # Nothing to persist (no results log, sink or replay): the closer task sends
+            # <left> and removes the room in its next turn.
+            if self._unrecorded is not None:
+                self._unrecorded.append(room)
+                self._unrecorded_added.set()
+            else:  # the closer is gone (the lobby was cancelled): now
+                self._room_closed(room)
+            return
         try:
             self._nursery.start_soon(self._close_room, room, game)
         except RuntimeError:
@@ -312,6 +328,24 @@ class Lobby:
                 await self.recorder.record(game)
         finally:
             self._room_closed(room)
+
+    async def _close_unrecorded(self) -> None:
+        """The closer: <left> and removal of the ended rooms with nothing to record, each in
+        a later turn of the loop than its end (as `_close_room` does after recording; a move
+        sent meanwhile is "already over", not for an unknown room)."""
+        try:
+            while True:
+                await self._unrecorded_added.wait()
+                self._unrecorded_added = trio.Event()
+                rooms, self._unrecorded = self._unrecorded, []
+                for room in rooms or ():
+                    self._room_closed(room)
+        finally:
+            # Cancelled (the lobby stops): nothing to record, so close what is left now, and
+            # every later end at once (_game_over).
+            rooms, self._unrecorded = self._unrecorded, None
+            for room in rooms or ():
+                self._room_closed(room)
 
     def _room_closed(self, room: Room) -> None:
         self._remove(room)

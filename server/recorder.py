@@ -120,13 +120,14 @@ class Recorder:
         replays = ReplayFiles(settings.replay_dir) if settings.save_replay else None
         return cls(sinks, replays)
 
-    def _has_work(self, game: FinishedGame) -> bool:
+    def has_work(self, game: FinishedGame) -> bool:
+        """Whether recording `game` writes anything (a sink, or its replay to save)."""
         return bool(self.sinks) or (game.replay is not None and self.replays is not None)
 
     async def record(self, game: FinishedGame) -> None:
         """Persist `game` in a worker thread; returns when it is durable (or its failure is
         logged). Never raises but Cancelled."""
-        if not self._has_work(game):
+        if not self.has_work(game):
             return
         try:
             await trio.to_thread.run_sync(self.record_now, game)

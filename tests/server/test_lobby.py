@@ -400,3 +400,38 @@ def test_random_uuid_is_a_version_4_uuid_as_uuid4_writes_it() -> None:
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
         variants.add(code[19])
     assert variants == set("89ab")  # the variant digit keeps its two random bits
+
+
+async def test_games_with_nothing_to_record_close_in_a_later_turn_and_at_the_lobbys_stop() -> None:
+    # Without a results log or replays the lobby's closer task sends <left> and removes the
+    # room (no task per game): not in the handler that ended the game, but in a later turn;
+    # rooms it had not reached when the lobby is cancelled, and games ending after that, are
+    # closed at once, never left open.
+    from server.config import Settings
+    from server.lobby import Lobby
+
+    lobby = Lobby(Settings())
+    harness = Harness(lobby)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lobby.run)
+        ids = []
+        peers = []
+        for index in range(3):
+            one, two = harness.peer(f"one{index}"), harness.peer(f"two{index}")
+            harness.send(one, Join())
+            harness.send(two, Join())
+            ids.append(one.of(Joined)[0].room_id)
+            peers.append((one, two))
+        lobby.disconnect(peers[0][1], DisconnectCause.LOST_CONNECTION)
+        assert ids[0] in lobby.rooms and not peers[0][0].of(Left)  # still being closed
+        await trio.testing.wait_all_tasks_blocked()
+        assert ids[0] not in lobby.rooms and peers[0][0].of(Left) == [Left(ids[0])]
+        lobby.disconnect(peers[1][1], DisconnectCause.LOST_CONNECTION)
+        assert ids[1] in lobby.rooms
+        nursery.cancel_scope.cancel()  # before the closer's next turn
+    assert ids[1] not in lobby.rooms and peers[1][0].of(Left) == [Left(ids[1])]
+    lobby.disconnect(peers[2][1], DisconnectCause.LOST_CONNECTION)  # after the stop
+    assert ids[2] not in lobby.rooms and peers[2][0].of(Left) == [Left(ids[2])]
+    assert lobby.rooms == {}
+    with trio.fail_after(1):
+        await lobby.wait_rooms_closed()
