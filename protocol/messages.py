@@ -552,7 +552,7 @@ _FIELD_NAME_BYTES = len(next(iter(_FIELD_NAMES.values())))
 _FIXED_FIELDS = all(len(name) == _FIELD_NAME_BYTES for name in _FIELD_NAMES.values())
 # (width, height, bitboards, board bytes, _field_offsets of the board)
 _ROOM_BOARD_BYTES: dict[
-    tuple[str, int], tuple[int, int, tuple[int, ...], bytes, dict[int, int]]
+    tuple[str, int], tuple[int, int, tuple[int, ...], bytes | bytearray, dict[int, int]]
 ] = {}
 
 
@@ -579,7 +579,7 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
     boards = state.bitboards()
     slot = (room_id, depth)
     previous = _ROOM_BOARD_BYTES.get(slot)
-    board: bytes | None = None
+    board: bytes | bytearray | None = None
     if previous is not None and previous[0] == width and previous[1] == height:
         offsets = previous[4]
         # _changed_mask inlined (once per move).
@@ -609,7 +609,9 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
                     name = b"EMPTY"
                 patched[at : at + _FIELD_NAME_BYTES] = name
             else:
-                board = bytes(patched)
+                # Stored as it is (never changed after: the next move patches a copy), and
+                # joined below without a bytes() copy first.
+                board = patched
     else:
         offsets = _field_offsets(depth + 3, width, height)
     if board is None:
@@ -618,19 +620,16 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
             _ROOM_BOARD_BYTES.clear()  # (threads: a lost entry is only rendered again)
     _ROOM_BOARD_BYTES[slot] = (width, height, boards, board, offsets)
     head, tail = _memento_frame_bytes(room_id, depth)
-    # One formatting of the whole memento: the state's opening is not made as a str, encoded
-    # and then joined.
+    # The state's opening formatted as bytes (not made as a str and encoded), then one join.
     first_union = state.first_union
     move = state.last_move
-    return b'%b<state class="state" startTeam="ONE" turn="%d"%b>%b%b%b%b' % (
-        head,
+    opening = b'<state class="state" startTeam="ONE" turn="%d"%b>%b%b' % (
         state.turn,
         b"" if first_union is None else _FIRST_UNION_BYTES[first_union],
         b"" if move is None else _last_move_bytes(depth + 2, move),
         _INNER_BYTES[depth + 2],
-        board,
-        tail,
     )
+    return b"".join((head, opening, board, tail))
 
 
 # What `_state_open` renders, as bytes: its firstUnion attribute by team, its indentation
