@@ -74,7 +74,7 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.config import Settings
-from server.feed import ObserverFeed, RoomPlayer
+from server.feed import NoFeed, ObserverFeed, RoomPlayer
 from server.logs import get_logger
 from server.recorder import FinishedGame
 from server.timers import Timer, Timers
@@ -552,6 +552,8 @@ class Room:
 
     def feed_players(self) -> None:
         """Tell the feed who sits in the slots now."""
+        if isinstance(self.table.feed, NoFeed):
+            return  # nobody watches: no list built (three times a game)
         self.table.feed.players_changed(
             self.id,
             [

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hmac
 import itertools
-import uuid
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -461,7 +461,7 @@ class Lobby:
     def _create_room(self, *, prepared: bool, paused: bool, state: GameState) -> Room:
         self._check_room_capacity(prepared=prepared)
         room = Room(
-            id=str(uuid.uuid4()),
+            id=random_uuid(),
             state=state,
             prepared=prepared,
             paused=paused,
@@ -586,7 +586,7 @@ class Lobby:
             slot = Slot(team, descriptor.display_name, descriptor.can_timeout, descriptor.reserved)
             room.slots.append(slot)
             if descriptor.reserved:
-                code = str(uuid.uuid4())
+                code = random_uuid()
                 self._reservations[code] = (room, slot)
                 room.reservations.append(code)
         if not room.joinable:
@@ -604,6 +604,15 @@ class Lobby:
             room.observers[peer] = None
             member.observing.append(room)
         peer.send(Observed(room.id))
+
+
+def random_uuid() -> str:
+    """`str(uuid.uuid4())` (16 random bytes, version 4, RFC 4122 variant), without the UUID
+    object: a fifth of the time, three times a game (room id and reservation codes)."""
+    digits = os.urandom(16).hex()
+    # Version 4 in the 13th digit; variant bits 10 in the 17th (keeping its two low bits).
+    variant = "89ab"[int(digits[16], 16) & 3]
+    return f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{variant}{digits[17:20]}-{digits[20:]}"
 
 
 def _address_of(peer: Peer) -> str:
