@@ -607,10 +607,12 @@ _FIELD_NAME_BYTES = len(next(iter(_FIELD_NAMES.values())))
 _FIXED_FIELDS = all(len(name) == _FIELD_NAME_BYTES for name in _FIELD_NAMES.values())
 # (width, height, bitboards, board bytes, _field_offsets of the board)
 _ROOM_BOARD_BYTES: dict[
-    tuple[str, int], tuple[int, int, tuple[int, ...], bytes, dict[int, int]]
+    tuple[str, int], tuple[int, int, tuple[int, ...], bytes | bytearray, dict[int, int]]
 ] = {}
 # The board of the last room's first memento, by depth: where the next room's first starts.
-_START_BOARD_BYTES: dict[int, tuple[int, int, tuple[int, ...], bytes, dict[int, int]]] = {}
+_START_BOARD_BYTES: dict[
+    int, tuple[int, int, tuple[int, ...], bytes | bytearray, dict[int, int]]
+] = {}
 
 
 @functools.lru_cache(maxsize=64)
@@ -639,7 +641,7 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
     # A room's first memento starts from the start board sent last (often the same board:
     # a seed played twice, or again and again): its changed fields patched, not 100 rendered.
     base = previous if previous is not None else _START_BOARD_BYTES.get(depth)
-    board: bytes | None = None
+    board: bytes | bytearray | None = None
     if base is not None and base[0] == width and base[1] == height:
         offsets = base[4]
         # _changed_mask inlined (once per move).
@@ -669,7 +671,9 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
                     name = b"EMPTY"
                 patched[at : at + _FIELD_NAME_BYTES] = name
             else:
-                board = bytes(patched)
+                # Stored as it is (never changed after: the next move patches a copy), and
+                # joined below without a bytes() copy first.
+                board = patched
     else:
         offsets = _field_offsets(depth + 3, width, height)
     if board is None:
@@ -681,19 +685,16 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
     if previous is None:
         _START_BOARD_BYTES[depth] = entry
     head, tail = _memento_frame_bytes(room_id, depth)
-    # One formatting of the whole memento: the state's opening is not made as a str, encoded
-    # and then joined.
+    # The state's opening formatted as bytes (not made as a str and encoded), then one join.
     first_union = state.first_union
     move = state.last_move
-    return b'%b<state class="state" startTeam="ONE" turn="%d"%b>%b%b%b%b' % (
-        head,
+    opening = b'<state class="state" startTeam="ONE" turn="%d"%b>%b%b' % (
         state.turn,
         b"" if first_union is None else _FIRST_UNION_BYTES[first_union],
         b"" if move is None else _last_move_bytes(depth + 2, move),
         _INNER_BYTES[depth + 2],
-        board,
-        tail,
     )
+    return b"".join((head, opening, board, tail))
 
 
 # What `_state_open` renders, as bytes: its firstUnion attribute by team, its indentation

@@ -157,7 +157,7 @@ class Connection:
         if batch.depth:  # (batch.open without a property call: every message)
             # Inside a lobby handler: held back, and written with the rest at its end.
             self._corked = [(data, on_sent)]
-            batch.hold(self)
+            batch.held.append(self)
             return
         self._write(data, on_sent, 1)
 

@@ -355,7 +355,7 @@ class Room:
 
     def _request_move(self) -> None:
         slot = self.slots[self.state.current_team._value_]  # (_value_: no enum property call)
-        now = trio.current_time()
+        now = self.table.timers.now()
         pending = PendingRequest(slot, now)
         self.pending = pending
         if slot.can_timeout and self.move_timer is None:

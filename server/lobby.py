@@ -268,10 +268,11 @@ class Lobby:
             raise ClientError(
                 f"{errors.GAME_EXCEPTION}: Game is already over, but got {packet.move}"
             )
-        slot = room.slot_of(peer)
-        if slot is None:
-            raise ClientError(f"{errors.ROOM_EXCEPTION}: Client is not a member of game {room.id}")
-        room.move(slot, packet.move, received_at)
+        for slot in room.slots:  # (room.slot_of inlined: once per move)
+            if slot.peer is peer:
+                room.move(slot, packet.move, received_at)
+                return
+        raise ClientError(f"{errors.ROOM_EXCEPTION}: Client is not a member of game {room.id}")
 
     def _on_step(self, member: _Member, packet: StepRequest) -> None:
         self._require_admin(member, packet)
