@@ -216,14 +216,13 @@ async def test_seeded_pairs_play_the_same_board_with_sides_swapped(tmp_path: Pat
 async def test_server_without_the_seed_extension_falls_back_to_unpaired(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    class IgnoresSeed(GameState):
+    def ignores_seed(seed: int) -> GameState:
         """An official server: the seed attribute of <prepare> is not read."""
+        return GameState.initial(None)
 
-        @classmethod
-        def initial(cls, seed: int | None = None) -> GameState:
-            return GameState.initial(None)
-
-    monkeypatch.setattr("server.prepare.GameState", IgnoresSeed)
+    # (Where the server makes a seed's board: `GameState.initial` itself is called once per
+    # seed, its board kept.)
+    monkeypatch.setattr("server.prepare.seeded_start", ignores_seed)
     run = options(tmp_path, "--games", "3", "--concurrency", "1", "--seed", "7")
     match, observed, _ = await run_schedule(run, gate_size=0)
     output = match.out.getvalue()  # type: ignore[attr-defined]
