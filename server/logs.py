@@ -42,6 +42,8 @@ def configure_logging(
     one JSON object per line. `cache=False` lets tests reconfigure loggers that were already
     used. A game server in another program's process logs through a `ServerLog` instead."""
     numeric_level = _level(fmt, level)
+    # The lines waiting in the BufferedLogger replaced here: out first, not lost with it.
+    flush_logs()
     output = stream if stream is not None else sys.stderr
     factory: Any = structlog.PrintLoggerFactory(file=output)
     records: TextIO | BufferedLogger = output
