@@ -16,7 +16,7 @@ from typing import ClassVar, Final
 
 from lxml import etree
 
-from protocol.errors import RemoteProtocolError
+from protocol.errors import LocalProtocolError, RemoteProtocolError
 from protocol.limits import ProtocolLimits
 
 _BOM: Final = b"\xef\xbb\xbf"
@@ -498,8 +498,13 @@ class PacketReader:
         return not self._incoming and not self._packets and self._error is None and not self._eof
 
     def feed(self, data: bytes) -> None:
+        """Queue `data`; b"" is the end of the stream (repeating it is harmless). Bytes after
+        that end are the caller's bug: LocalProtocolError (checked here, not by each caller
+        through `eof`: once per packet read)."""
         if not data:
             self._eof = True
+        elif self._eof:
+            raise LocalProtocolError("receive_data after EOF")
         elif not self._document_ended:
             # After the peer's end of document nothing it sends can mean anything.
             self._incoming.append(bytes(data))

@@ -50,6 +50,10 @@ class Joined(_Message):
     def node(self) -> Node:
         return ("joined", (("roomId", self.room_id),), None)
 
+    def to_xml(self, indent: int = 0) -> str:
+        # Once a player a game: by string building, as the generic rendering of node() would.
+        return f'{INDENT * indent}<joined roomId="{escape_attr(self.room_id)}"/>'
+
 
 @dataclass(frozen=True, slots=True)
 class JoinedGameRoom(_Message):
@@ -70,6 +74,18 @@ class Prepared(_Message):
         children = tuple(("reservation", (), code) for code in self.reservations)
         return ("prepared", (("roomId", self.room_id),), children or None)
 
+    def to_xml(self, indent: int = 0) -> str:
+        # Once a game: by string building, as the generic rendering of node() would.
+        pad = INDENT * indent
+        head = f'{pad}<prepared roomId="{escape_attr(self.room_id)}"'
+        if not self.reservations:
+            return head + "/>"
+        inner = f"\n{pad}{INDENT}"
+        codes = "".join(
+            f"{inner}<reservation>{escape_text(code)}</reservation>" for code in self.reservations
+        )
+        return f"{head}>{codes}\n{pad}</prepared>"
+
 
 @dataclass(frozen=True, slots=True)
 class Observed(_Message):
@@ -86,6 +102,10 @@ class Left(_Message):
     def node(self) -> Node:
         return ("left", (("roomId", self.room_id),), None)
 
+    def to_xml(self, indent: int = 0) -> str:
+        # Once a game: by string building, as the generic rendering of node() would.
+        return f'{INDENT * indent}<left roomId="{escape_attr(self.room_id)}"/>'
+
 
 @dataclass(frozen=True, slots=True)
 class CloseConnection(_Message):
@@ -101,6 +121,14 @@ class WelcomeMessage(_Message):
     def node(self) -> Node:
         data: Node = ("data", (("class", "welcomeMessage"), ("color", self.team.name)), None)
         return _room(self.room_id, data)
+
+    def to_xml(self, indent: int = 0) -> str:
+        # Once a player a game: by string building, as the generic rendering of node() would.
+        pad = INDENT * indent
+        return (
+            f'{pad}<room roomId="{escape_attr(self.room_id)}">\n{pad}{INDENT}'
+            f'<data class="welcomeMessage" color="{self.team._name_}"/>\n{pad}</room>'
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,12 +199,39 @@ class ResultMessage(_Message):
         pad = INDENT * indent
         pad1 = pad + INDENT
         pad2 = pad1 + INDENT
-        _, scores, winner = result_children(self.result, with_definition=False)
+        # The scores and the winner by string building too (once a game), as render() of
+        # result_children() would: test_result_fast_path_equals_the_generic_rendering.
         return (
             f'{pad}<room roomId="{escape_attr(self.room_id)}">\n{pad1}<data class="result">'
-            f"\n{pad2}{_definition_xml(indent + 2)}\n{pad2}{render(scores, indent + 2)}"
-            f"\n{pad2}{render(winner, indent + 2)}\n{pad1}</data>\n{pad}</room>"
+            f"\n{pad2}{_definition_xml(indent + 2)}\n{pad2}{_scores_xml(self.result, indent + 2)}"
+            f"\n{pad2}{_winner_xml(self.result)}\n{pad1}</data>\n{pad}</room>"
         )
+
+
+def _scores_xml(result: GameResult, depth: int) -> str:
+    """`render(result_children(result)[1], depth)`: the `<scores>` at `depth`."""
+    if not result.scores:
+        return "<scores/>"
+    entry_pad = "\n" + INDENT * (depth + 1)
+    inner_pad = entry_pad + INDENT
+    part_pad = inner_pad + INDENT
+    entries = []
+    for player, parts in result.scores:
+        # The official PlayerConverter drops a blank display name.
+        name = f' name="{escape_attr(player.name)}"' if player.name.strip() else ""
+        score = "".join(f"{part_pad}<part>{escape_text(str(part))}</part>" for part in parts)
+        entries.append(
+            f'{entry_pad}<entry>{inner_pad}<player{name} team="{player.team._name_}"/>'
+            f"{inner_pad}<score>{score}{inner_pad}</score>{entry_pad}</entry>"
+        )
+    return f"<scores>{''.join(entries)}\n{INDENT * depth}</scores>"
+
+
+def _winner_xml(result: GameResult) -> str:
+    """`render(result_children(result)[2])`: the `<winner>` element."""
+    team = f' team="{result.winner._name_}"' if result.winner is not None else ""
+    regular = kotlin_bool(result.regular)
+    return f'<winner{team} regular="{regular}" reason="{escape_attr(result.reason)}"/>'
 
 
 # An errorpacket answers absurd input cheaply: its message and its echo of the request are
@@ -544,13 +599,20 @@ def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
 # A memento as the stream's bytes (`Memento.to_bytes`, once per move for the players): the
 # board last sent in each room (room id, depth) is kept encoded, with its width, height and
 # bitboards. Every field's name has the same length (below), so a field sits at a fixed
-# offset: the fields a move changed are written over in a copy, and the memento is four
-# pieces joined, without rendering, joining and encoding the board's 120 lines. Entries
+# offset: the fields a move changed are written over in a copy, and the memento is one
+# bytes formatting, without rendering, joining and encoding the board's 120 lines. Entries
 # are replaced, never changed (threads may render the same room). Cleared when full.
 _FIELD_NAMES = {state.name: state.name.encode() for state in FieldState}
 _FIELD_NAME_BYTES = len(next(iter(_FIELD_NAMES.values())))
 _FIXED_FIELDS = all(len(name) == _FIELD_NAME_BYTES for name in _FIELD_NAMES.values())
-_ROOM_BOARD_BYTES: dict[tuple[str, int], tuple[int, int, tuple[int, ...], bytes]] = {}
+# (width, height, bitboards, board bytes, _field_offsets of the board)
+_ROOM_BOARD_BYTES: dict[
+    tuple[str, int], tuple[int, int, tuple[int, ...], bytes | bytearray, dict[int, int]]
+] = {}
+# The board of the last room's first memento, by depth: where the next room's first starts.
+_START_BOARD_BYTES: dict[
+    int, tuple[int, int, tuple[int, ...], bytes | bytearray, dict[int, int]]
+] = {}
 
 
 @functools.lru_cache(maxsize=64)
@@ -571,37 +633,94 @@ def _field_offsets(depth: int, width: int, height: int) -> dict[int, int]:
 def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
     """`_memento_xml(room_id, state, depth).encode()`, from the room's last board."""
     width, height = state.width, state.height
-    board_depth = depth + 3
-    if not _FIXED_FIELDS or width == 0 or height == 0:
+    if not _FIXED_FIELDS or width == 0 or height == 0 or depth + 2 >= len(_INNER_BYTES):
         return _memento_xml(room_id, state, depth).encode()
     boards = state.bitboards()
     slot = (room_id, depth)
     previous = _ROOM_BOARD_BYTES.get(slot)
-    board: bytes | None = None
-    if previous is not None and previous[0] == width and previous[1] == height:
-        changed = _changed_mask(boards, previous[2])
+    # A room's first memento starts from the start board sent last (often the same board:
+    # a seed played twice, or again and again): its changed fields patched, not 100 rendered.
+    base = previous if previous is not None else _START_BOARD_BYTES.get(depth)
+    board: bytes | bytearray | None = None
+    if base is not None and base[0] == width and base[1] == height:
+        offsets = base[4]
+        # _changed_mask inlined (once per move).
+        one, two, squid, ge2, ge3 = boards
+        old = base[2]
+        changed = (
+            (one ^ old[0]) | (two ^ old[1]) | (squid ^ old[2]) | (ge2 ^ old[3]) | (ge3 ^ old[4])
+        )
         if not changed:
-            board = previous[3]
+            board = base[3]
         else:
-            patched = bytearray(previous[3])
-            offsets = _field_offsets(board_depth, width, height)
-            names = _FIELD_NAMES
+            patched = bytearray(base[3])
             while changed:
                 low = changed & -changed
                 changed ^= low
                 at = offsets.get(low)
                 if at is None:  # the padding column or off the board: render it all
                     break
-                patched[at : at + _FIELD_NAME_BYTES] = names[_field_name(low, boards)]
+                # _field_name inlined, as bytes (two or three fields a move).
+                if low & squid:
+                    name = b"SQUID"
+                elif low & one:
+                    name = b"ONE_L" if low & ge3 else b"ONE_M" if low & ge2 else b"ONE_S"
+                elif low & two:
+                    name = b"TWO_L" if low & ge3 else b"TWO_M" if low & ge2 else b"TWO_S"
+                else:
+                    name = b"EMPTY"
+                patched[at : at + _FIELD_NAME_BYTES] = name
             else:
-                board = bytes(patched)
+                # Stored as it is (never changed after: the next move patches a copy), and
+                # joined below without a bytes() copy first.
+                board = patched
+    else:
+        offsets = _field_offsets(depth + 3, width, height)
     if board is None:
-        board = board_xml(state.rows(), board_depth).encode()
+        board = board_xml(state.rows(), depth + 3).encode()
         if previous is None and len(_ROOM_BOARD_BYTES) >= _ROOM_BOARDS_SIZE:
             _ROOM_BOARD_BYTES.clear()  # (threads: a lost entry is only rendered again)
-    _ROOM_BOARD_BYTES[slot] = (width, height, boards, board)
+    entry = (width, height, boards, board, offsets)
+    _ROOM_BOARD_BYTES[slot] = entry
+    if previous is None:
+        _START_BOARD_BYTES[depth] = entry
     head, tail = _memento_frame_bytes(room_id, depth)
-    return b"".join((head, _state_open(state, depth + 2).encode(), board, tail))
+    # The state's opening formatted as bytes (not made as a str and encoded), then one join.
+    first_union = state.first_union
+    move = state.last_move
+    opening = b'<state class="state" startTeam="ONE" turn="%d"%b>%b%b' % (
+        state.turn,
+        b"" if first_union is None else _FIRST_UNION_BYTES[first_union],
+        b"" if move is None else _last_move_bytes(depth + 2, move),
+        _INNER_BYTES[depth + 2],
+    )
+    return b"".join((head, opening, board, tail))
+
+
+# What `_state_open` renders, as bytes: its firstUnion attribute by team, its indentation
+# of the state's children by the state's depth.
+_FIRST_UNION_BYTES = {team: f' firstUnion="{team.name}"'.encode() for team in Team}
+_INNER_BYTES = tuple(("\n" + INDENT * (depth + 1)).encode() for depth in range(64))
+# A state's <lastMove> as bytes, by (depth, x, y, direction name). Cleared when full.
+_LAST_MOVE_BYTES: dict[tuple[int, int, int, str], bytes] = {}
+
+
+def _last_move_bytes(depth: int, move: Move) -> bytes:
+    """The <lastMove> lines of a state at `depth` whose last move is `move` (as _state_open)."""
+    # (_name_: Enum.name is a Python-level property; this runs once per move.)
+    key = (depth, move.x, move.y, move.direction._name_)
+    last = _LAST_MOVE_BYTES.get(key)
+    if last is None:
+        inner = "\n" + INDENT * (depth + 1)
+        deeper = inner + INDENT
+        last = (
+            f'{inner}<lastMove>{deeper}<from x="{move.x}" y="{move.y}"/>'
+            f"{deeper}<direction>{key[3]}</direction>{inner}</lastMove>"
+        ).encode()
+        if len(_LAST_MOVE_BYTES) >= _LAST_MOVES_SIZE:
+            _LAST_MOVE_BYTES.clear()  # (threads: a lost entry is only rendered again)
+        _LAST_MOVE_BYTES[key] = last
+    return last
 
 
 @functools.lru_cache(maxsize=4096)

@@ -259,8 +259,9 @@ def _peer_address(stream: trio.SocketStream) -> tuple[str, str]:
     if stream.socket.family == socket.AF_UNIX:
         return UNIX_PEER, UNIX_PEER
     try:
-        # trio sets TCP_NODELAY on accepted sockets already; make sure of it, as official.
-        stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        # No TCP_NODELAY here: trio.SocketStream sets it on every TCP socket (as official),
+        # and a second setsockopt was a system call per connection
+        # (test_accepted_connections_do_not_delay_small_writes).
         host, peer_port = stream.socket.getpeername()[:2]
     except OSError:
         return "", "client"

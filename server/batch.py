@@ -26,20 +26,19 @@ class Corked(Protocol):
 
 class SendBatch:
     """`with batch:` around synchronous work that sends; nested use is one batch. Connections
-    that were sent something `hold` themselves and are flushed, in that order, at its end."""
+    that were sent something add themselves to `held` and are flushed, in that order, at its
+    end."""
 
     def __init__(self) -> None:
         self.depth = 0
-        self._held: list[Corked] = []
+        # The connections that hold messages back, in order: each appends itself once per
+        # batch, when it is first sent something (a list, not a method: twice a move).
+        self.held: list[Corked] = []
 
     @property
     def open(self) -> bool:
         """Inside a batch: hold messages back."""
         return self.depth > 0
-
-    def hold(self, connection: Corked) -> None:
-        """`connection` holds messages back until the batch ends (call once per batch)."""
-        self._held.append(connection)
 
     def __enter__(self) -> SendBatch:
         self.depth += 1
@@ -49,7 +48,7 @@ class SendBatch:
         self.depth -= 1
         if self.depth:
             return
-        held, self._held = self._held, []
+        held, self.held = self.held, []
         for connection in held:
             try:
                 connection.flush()

@@ -74,7 +74,7 @@ from protocol.messages import (
     WelcomeMessage,
 )
 from server.config import Settings
-from server.feed import ObserverFeed, RoomPlayer
+from server.feed import NoFeed, ObserverFeed, RoomPlayer
 from server.logs import get_logger
 from server.recorder import FinishedGame
 from server.timers import Timer, Timers
@@ -330,10 +330,16 @@ class Room:
     def _next(self) -> None:
         """Publish the current state; end the game or ask for the next move (AbstractGame.next)."""
         memento = Memento(self.id, self.state)
-        self._to_observers(memento)
+        # _to_observers, _to_players and record inlined: once per move.
+        for observer in self.observers:
+            observer.send(memento)
+        self.table.feed.observe(memento)
         if not self.paused:
-            self._to_players(memento)
-            self.record(memento)
+            for slot in self.slots:
+                if slot.connected and slot.peer is not None:
+                    slot.peer.send(memento)
+            if self.replay is not None:
+                self.replay.append(memento)
         if self.state.is_over:
             self.finish()
         elif not self.paused:
@@ -349,7 +355,7 @@ class Room:
 
     def _request_move(self) -> None:
         slot = self.slots[self.state.current_team._value_]  # (_value_: no enum property call)
-        now = trio.current_time()
+        now = self.table.timers.now()
         pending = PendingRequest(slot, now)
         self.pending = pending
         if slot.can_timeout and self.move_timer is None:
@@ -546,6 +552,8 @@ class Room:
 
     def feed_players(self) -> None:
         """Tell the feed who sits in the slots now."""
+        if isinstance(self.table.feed, NoFeed):
+            return  # nobody watches: no list built (three times a game)
         self.table.feed.players_changed(
             self.id,
             [

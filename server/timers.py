@@ -59,6 +59,9 @@ class Timers:
         self._order = itertools.count()  # breaks deadline ties in scheduling order
         self._sleep: trio.CancelScope | None = None
         self._cancelled_count = 0
+        # The time on trio's clock: trio.current_time, and once `run` runs, the run's clock
+        # itself (the same reading without trio.current_time's two calls; once per move).
+        self.now: Callable[[], float] = trio.current_time
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
         """Run `callback` at `deadline` (trio clock) unless the returned timer is cancelled."""
@@ -86,6 +89,7 @@ class Timers:
 
     async def run(self) -> None:
         """Serve the timers forever (until cancelled)."""
+        self.now = trio.lowlevel.current_clock().current_time
         while True:
             deadline = self._heap[0][0] if self._heap else math.inf
             with trio.CancelScope(deadline=deadline) as scope:

@@ -460,11 +460,36 @@ def test_states_differing_only_in_rendered_attributes_render_differently() -> No
 
 
 @pytest.mark.parametrize("indent", [0, 1, 3])
-def test_result_fast_path_equals_the_generic_rendering(indent: int) -> None:
-    from protocol._xml import render_standalone
-
-    message = ResultMessage("R&", _result(Team.ONE, False, "x 'y'", ("a", "")))
+@pytest.mark.parametrize(
+    "result",
+    [
+        _result(Team.ONE, False, "x 'y'", ("a", "")),
+        _result(None, True, "", ("  ", 'a"<b>&\t')),
+        _result(Team.TWO, True, "ümläut\n\x7f", ("\U0001f41f", "b")),
+        GameResult([], None, False, "none"),
+    ],
+)
+def test_result_fast_path_equals_the_generic_rendering(indent: int, result: GameResult) -> None:
+    message = ResultMessage("R&", result)
     assert message.to_xml(indent) == render_standalone(message.node(), indent)
+
+
+@pytest.mark.parametrize("room_id", ["12345", "", 'a"b<c>&d', "ümläut\t\n", "\x7f\U0001f41f"])
+@pytest.mark.parametrize("indent", [0, 1, 3])
+def test_per_game_messages_by_string_building_are_the_generic_rendering(
+    room_id: str, indent: int
+) -> None:
+    # Joined, welcome, prepared, left: built as strings (once a game each), never otherwise.
+    messages = [
+        Joined(room_id),
+        Left(room_id),
+        WelcomeMessage(room_id, Team.ONE),
+        WelcomeMessage(room_id, Team.TWO),
+        Prepared(room_id),
+        Prepared(room_id, (room_id, "", "c0de")),
+    ]
+    for message in messages:
+        assert message.to_xml(indent) == render_standalone(message.node(), indent), message
 
 
 def test_lone_surrogates_cannot_break_sending() -> None:

@@ -160,6 +160,23 @@ def test_memento_bytes_from_the_room_board_are_the_rendered_mementos(
     assert checked == 1200 and reused > 300, reused
 
 
+def test_a_rooms_first_memento_from_the_last_start_board_is_the_rendered_memento(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A new room's first memento patches the start board sent last: the same board, another
+    # seed's, a board of another size in between, at two depths. Each is its rendering.
+    monkeypatch.setattr(messages, "_ROOM_BOARD_BYTES", {})
+    monkeypatch.setattr(messages, "_START_BOARD_BYTES", {})
+    narrow = GameState.from_rows([row[:7] for row in GameState.initial(3).rows()])
+    starts = [GameState.initial(seed) for seed in (1, 1, 2, 1)] + [narrow, GameState.initial(4)]
+    for number, state in enumerate(starts):
+        for depth in (1, 2):
+            room = f"room-{number}"
+            data = messages.Memento(room, state).to_bytes(depth)
+            assert data == messages.Memento(room, state).to_xml(depth).encode()
+    assert set(messages._START_BOARD_BYTES) == {1, 2}
+
+
 def test_every_field_name_has_the_same_length() -> None:
     # What the memento's bytes rely on to patch a field in place (else: rendered each time).
     assert messages._FIXED_FIELDS

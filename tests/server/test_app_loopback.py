@@ -7,7 +7,9 @@ import json
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
+import pytest
 import trio
 
 from engine import Direction, Move, Team
@@ -41,6 +43,7 @@ from protocol.messages import (
 )
 from server.app import serve
 from server.config import Settings
+from server.connection import Connection
 from server.lobby import SHUTDOWN_REASON
 from tests.helpers.server import LIMIT, Server, join_pair, running_server
 
@@ -266,3 +269,24 @@ async def test_sigterm_ends_games_gracefully() -> None:
                 assert messages[-2].result.reason == SHUTDOWN_REASON  # type: ignore[union-attr]
                 await client.expect_closed()
             await done.wait()
+
+
+async def test_accepted_connections_do_not_delay_small_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # TCP_NODELAY, as the official server: trio's SocketStream sets it (the server does not
+    # set it again); a memento must not wait for the client's ack of the last one.
+    import socket
+
+    seen: list[int] = []
+    make = Connection
+
+    def connection(stream: trio.SocketStream, *args: Any, **kwargs: Any) -> Connection:
+        seen.append(stream.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        return make(stream, *args, **kwargs)
+
+    monkeypatch.setattr("server.app.Connection", connection)
+    with trio.fail_after(LIMIT):
+        async with running_server() as server:
+            _one, _two, _room_id = await join_pair(server)
+    assert len(seen) == 2 and all(seen)

@@ -384,3 +384,19 @@ async def test_move_without_room_id_is_answered_like_the_official_server(
     harness.move(one, room_id, move)
     assert one.last_state().turn == 1
     assert room_id in harness.lobby.rooms
+
+
+def test_random_uuid_is_a_version_4_uuid_as_uuid4_writes_it() -> None:
+    import uuid
+
+    from server.lobby import random_uuid
+
+    codes = {random_uuid() for _ in range(2000)}
+    assert len(codes) == 2000
+    variants = set()
+    for code in codes:
+        parsed = uuid.UUID(code)
+        assert str(parsed) == code
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        variants.add(code[19])
+    assert variants == set("89ab")  # the variant digit keeps its two random bits

@@ -120,3 +120,20 @@ async def test_only_an_admin_may_give_a_start_position(make_harness: HarnessFact
     answer = prepare_from(harness, stranger, played(5))
     assert isinstance(answer, ErrorPacket) and "UnauthenticatedException" in answer.message
     assert not harness.lobby.rooms
+
+
+async def test_rooms_prepared_with_one_seed_start_on_its_board_made_once(
+    make_harness: HarnessFactory,
+) -> None:
+    # The seed's board is made once and shared (a GameState never changes); each room still
+    # plays its own game from it, and another seed gets another board.
+    harness, admin = await admin_harness(make_harness)
+    starts = []
+    for seed in (2026, 2026, 7):
+        harness.send(admin, Prepare(GAME_TYPE, False, SLOTS, seed=seed))
+        prepared = admin.messages[-1]
+        assert isinstance(prepared, Prepared)
+        starts.append(harness.lobby.rooms[prepared.room_id].state)
+    first, again, other = starts
+    assert first is again and first == GameState.initial(seed=2026)
+    assert other == GameState.initial(seed=7) and other != first
