@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import datetime
 import enum
-import json
 import io
+import json
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -195,13 +196,9 @@ SHORT_CUT_CASES: list[dict[str, Any]] = [
 @pytest.mark.parametrize("method", ["info", "debug"])
 @pytest.mark.parametrize("values", SHORT_CUT_CASES)
 @pytest.mark.parametrize("event", ["move", "e" * 40, LONG])
-def test_short_cut_line_is_the_chains_line(
-    method: str, values: dict[str, Any], event: str
-) -> None:
+def test_short_cut_line_is_the_chains_line(method: str, values: dict[str, Any], event: str) -> None:
     for _ in range(2):
-        assert logs._line(method, event, dict(values)) == _chain(
-            method, {**values, "event": event}
-        )
+        assert logs._line(method, event, dict(values)) == _chain(method, {**values, "event": event})
 
 
 def _lines_both_ways(log_calls: Any) -> tuple[str, str]:
@@ -300,8 +297,6 @@ def test_short_cut_follows_the_context_s_server_log() -> None:
 def test_buffered_logger_loses_and_repeats_no_line_under_threads() -> None:
     """`msg` appends without the lock while other threads flush: every line written once,
     each thread's in its order."""
-    import threading
-
     stream = io.StringIO()
     buffered = logs.BufferedLogger(stream)
     per_thread = 3000
