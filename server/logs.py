@@ -42,6 +42,8 @@ def configure_logging(
     one JSON object per line. `cache=False` lets tests reconfigure loggers that were already
     used. A game server in another program's process logs through a `ServerLog` instead."""
     numeric_level = _level(fmt, level)
+    # The lines waiting in the BufferedLogger replaced here: out first, not lost with it.
+    flush_logs()
     output = stream if stream is not None else sys.stderr
     factory: Any = structlog.PrintLoggerFactory(file=output)
     records: TextIO | BufferedLogger = output
@@ -142,10 +144,17 @@ class ServerLogger:
     the context it is logged in, otherwise to the process's logging (`piranhas-server`, the
     tests' harnesses and `structlog.testing.capture_logs`)."""
 
-    __slots__ = ("_process",)
+    __slots__ = ("_bound", "_enabled", "_process", "_processors", "_sink")
 
     def __init__(self, name: str) -> None:
         self._process: Any = structlog.get_logger(name)
+        # The last bound logger `_plain` found to be the plain line into a BufferedLogger, its
+        # BufferedLogger, processor list and level filter (kept: the check was a fifth of
+        # the move's line).
+        self._bound: Any = None
+        self._sink: BufferedLogger | None = None
+        self._processors: list[Any] = []
+        self._enabled: Callable[[int], bool] | None = None
 
     def _target(self) -> Any:
         own = _server_log.get()
@@ -158,23 +167,56 @@ class ServerLogger:
         per move). False, and nothing done, for any other configuration (JSON, a terminal,
         `structlog.testing.capture_logs`, which empties the processor list in place)."""
         own = _server_log.get()
+        # The process's logger: the one bound logger structlog caches (cache_logger_on_first_use),
+        # or a new one per call from structlog's configuration of the moment (cache=False).
         bound = self._process.bind() if own is None else own.logger
-        sink = getattr(bound, "_logger", None)
-        processors: list[Any] = getattr(bound, "_processors", [])
-        enabled = getattr(bound, "is_enabled_for", None)
+        if bound is not self._bound and not self._adopt(bound):
+            return False
+        processors = self._processors
+        # The list is structlog's: capture_logs changes it in place, so it is looked at per call.
         if (
-            enabled is None
-            or type(sink) is not BufferedLogger
-            or len(processors) != 2
+            len(processors) != 2
             or processors[1] is not plain_line
             or processors[0] is not _merge_contextvars
         ):
             return False
-        if enabled(level):
+        enabled: Any = self._enabled
+        if not enabled(level):
+            return True
+        sink: Any = self._sink
+        if (
+            bound._context
+            or _structlog_vars is None
+            or _structlog_vars
+            or type(event) is not str
+            or not _SPECIAL_KEYS.isdisjoint(values)
+        ):
+            # Values bound to the logger or to structlog's contextvars, or a key plain_line
+            # treats apart: structlog's event dict, through both processors.
             event_dict = bound._context.copy()
             event_dict.update(values)
             event_dict["event"] = event
             sink.msg(plain_line(sink, method, _merge_contextvars(sink, method, event_dict)))
+            return True
+        # The event dict would be `values` plus the event: the line made from them as is,
+        # and BufferedLogger.msg's work done here (a call less per line).
+        pending = sink._pending
+        pending.append(_line(method, event, values))
+        if len(pending) >= FLUSH_LINES:
+            sink.flush()
+        return True
+
+    def _adopt(self, bound: Any) -> bool:
+        """Keep `bound` if it writes into a BufferedLogger (its processors are checked per
+        call); False for any other logger."""
+        sink = getattr(bound, "_logger", None)
+        processors = getattr(bound, "_processors", None)
+        enabled = getattr(bound, "is_enabled_for", None)
+        if enabled is None or type(sink) is not BufferedLogger or type(processors) is not list:
+            return False
+        # (a reference: a bound logger made per call, cache=False, is not taken for another
+        # one made later at its address)
+        self._bound, self._sink, self._processors, self._enabled = bound, sink, processors, enabled
         return True
 
     def debug(self, event: str, *args: Any, **values: Any) -> None:
@@ -227,11 +269,11 @@ class BufferedLogger:
 
     def msg(self, message: str) -> None:
         """One line, written within FLUSH_SECONDS."""
-        with self._lock:
-            self._pending.append(message)
-            if len(self._pending) < FLUSH_LINES:
-                return
-        self.flush()
+        # No lock: an append is atomic (the GIL), and a flush takes only the lines it saw.
+        pending = self._pending
+        pending.append(message)
+        if len(pending) >= FLUSH_LINES:
+            self.flush()
 
     def urgent(self, message: str) -> None:
         """One line, written at once."""
@@ -257,11 +299,15 @@ class BufferedLogger:
                 self._stream.flush()
 
     def _write_pending(self) -> None:
-        if self._pending:
-            text = "\n".join(self._pending) + "\n"
-            self._pending.clear()
+        # (under the lock, so two flushes never write one line twice; `msg` appends without
+        # it, so the lines taken are the first `count`, and later ones wait for the next)
+        pending = self._pending
+        count = len(pending)
+        if count:
+            lines = pending[:count]
+            del pending[:count]
             with contextlib.suppress(ValueError, OSError):
-                self._stream.write(text)
+                self._stream.write("\n".join(lines) + "\n")
 
 
 _buffered: weakref.WeakSet[BufferedLogger] | None = None
@@ -317,13 +363,20 @@ def truncate(text: str, limit: int = MAX_LOGGED_CHARS) -> str:
 
 
 _merge_contextvars = structlog.contextvars.merge_contextvars
+# structlog's contextvars by name, made by bind_contextvars (and never removed): while there is
+# none, merge_contextvars adds nothing to a line. None (another structlog): always merged.
+_structlog_vars: dict[str, Any] | None = getattr(structlog.contextvars, "_CONTEXT_VARS", None)
+# The keys plain_line treats apart (a traceback, the processors' own keys).
+_SPECIAL_KEYS = frozenset(("exception", "exc_info", "timestamp", "level"))
 _format_exc_info = structlog.processors.format_exc_info
 _clock_ns = time.time_ns
 _local = datetime.datetime.fromtimestamp
 
-# The last second's local time text: `_timestamp` appends the microseconds (one tuple, so a
-# thread sees either second with its text).
-_second: tuple[int, str] = (-1, "")
+# The last second's start (nanoseconds) and local time text, with and without the ".": one
+# tuple, so a thread sees either second with its text.
+_second: tuple[int, str, str] = (-(10**18), "", "")
+# "000" ... "999": a timestamp's milliseconds and microseconds.
+_DIGITS = [f"{number:03d}" for number in range(1000)]
 
 
 def _timestamp() -> str:
@@ -331,13 +384,20 @@ def _timestamp() -> str:
     (now() and isoformat() were a quarter of a line): now() floors the clock to microseconds,
     and isoformat() leaves out a zero fraction, as here."""
     global _second
-    second, nanoseconds = divmod(_clock_ns(), 1_000_000_000)
+    nanoseconds = _clock_ns()
     cached = _second
-    if cached[0] != second:
-        cached = _second = (second, _local(second).isoformat())
-    micro = nanoseconds // 1000
-    # (%-formatting: cheaper than an f-string with a format spec)
-    return "%s.%06d" % (cached[1], micro) if micro else cached[1]  # noqa: UP031
+    # (the offset into the cached second: one small subtraction and division, where a
+    # divmod of the clock and a %06d were a fifth of a line)
+    offset = nanoseconds - cached[0]
+    if not 0 <= offset < 1_000_000_000:
+        second = nanoseconds // 1_000_000_000
+        text = _local(second).isoformat()
+        cached = _second = (second * 1_000_000_000, text + ".", text)
+        offset = nanoseconds - cached[0]
+    micro = offset // 1000
+    if micro:
+        return cached[1] + _DIGITS[micro // 1000] + _DIGITS[micro % 1000]
+    return cached[2]
 
 
 # " [level    ] event (padded to 30) " by (level, event): the events are the code's literals.
@@ -391,6 +451,56 @@ def plain_line(logger: object, method: str, event_dict: structlog.typing.EventDi
             _HEADS[(method, event)] = head
     line = (timestamp + head + " ".join(fields)).rstrip()
     return f"{line}\n{exception}" if exception else line
+
+
+# " [level    ] event (padded to 30)" by event, for `_line`'s methods (debug and info).
+_EVENT_HEADS: dict[str, dict[str, str]] = {"debug": {}, "info": {}}
+# "key=value" by (key, value) for float values other than zero (a move's milliseconds): a
+# float's repr was a seventh of the move's line. Only floats are keys, and no zero (-0.0 ==
+# 0.0), so an equal key always has the same repr. Cleared when full.
+_FLOAT_FIELDS: dict[tuple[str, float], str] = {}
+
+
+def _line(method: str, event: str, values: dict[str, Any]) -> str:
+    """plain_line's line for `{**values, "event": event}` (`event` a str, `values` without
+    the keys plain_line treats apart, `method` debug or info): its steps for that case
+    only, the head kept by event and float fields by value."""
+    heads = _EVENT_HEADS[method]
+    head = heads.get(event)
+    if head is None:
+        text = truncate(event) if len(event) > MAX_LOGGED_CHARS else event
+        head = f" [{method:<9}] {text:<30}"
+        if len(heads) >= _HEADS_SIZE:
+            heads.clear()  # (threads: a lost entry is only made again)
+        heads[event] = head
+    # The head and the fields joined by spaces: plain_line's `head + " ".join(fields)`, the
+    # event's padding stripped by rstrip when no field follows, as there.
+    parts = [_timestamp() + head]
+    for item in values.items():
+        kind = type(item[1])
+        if kind is str:
+            text = _FIELDS.get(item) or _text_field(*item)
+        elif kind is float:
+            text = _FLOAT_FIELDS.get(item) or _float_field(*item)
+        elif isinstance(item[1], str):
+            value = item[1]
+            if len(value) > MAX_LOGGED_CHARS:
+                value = truncate(value)
+            text = f"{item[0]}={_plain_value(value)}"
+        else:
+            text = f"{item[0]}={item[1]!r}"
+        parts.append(text)
+    return " ".join(parts).rstrip()
+
+
+def _float_field(key: str, value: float) -> str:
+    """ "key=value" of plain_line for a `float` value (kept in _FLOAT_FIELDS unless zero)."""
+    text = f"{key}={value!r}"
+    if value:
+        if len(_FLOAT_FIELDS) >= _FIELDS_SIZE:
+            _FLOAT_FIELDS.clear()  # (threads: a lost entry is only made again)
+        _FLOAT_FIELDS[(key, value)] = text
+    return text
 
 
 def _text_field(key: str, value: str) -> str:

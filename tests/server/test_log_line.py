@@ -6,7 +6,9 @@ from __future__ import annotations
 import datetime
 import enum
 import io
+import json
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -173,3 +175,161 @@ def test_server_logger_short_cut_leaves_captured_logs_to_structlog(
     assert captured == [{"event": "move", "room": "r", "ms": 0.5, "log_level": "info"}]
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" ", 1)[1] for line in lines] == [f"[info     ] {'after':<30} room=r"]
+
+
+class Text(str):
+    """A str subclass: not plain_line's exact-str case."""
+
+
+# Cases of the short cut `_line` (a str event, no key plain_line treats apart), each logged
+# twice so the second line comes from its caches (heads, str and float fields).
+SHORT_CUT_CASES: list[dict[str, Any]] = [
+    {"room": "abc", "team": "ONE", "move": "Schwimme von [0|1] in Richtung UP", "ms": 0.123},
+    {"ms": 0.0, "neg": -0.0, "one": 1.0, "int": 1, "yes": True, "nan": float("nan")},
+    {"int": 1, "one": 1.0},  # an int equal to a kept float: its own repr
+    {"sub": Text("a b"), "plain": "a b", "long": LONG, "tail": "x\t", "inf": float("inf")},
+    {},  # no field: the event's padding stripped
+]
+
+
+@pytest.mark.usefixtures("frozen_now")
+@pytest.mark.parametrize("method", ["info", "debug"])
+@pytest.mark.parametrize("values", SHORT_CUT_CASES)
+@pytest.mark.parametrize("event", ["move", "e" * 40, LONG])
+def test_short_cut_line_is_the_chains_line(method: str, values: dict[str, Any], event: str) -> None:
+    for _ in range(2):
+        assert logs._line(method, event, dict(values)) == _chain(method, {**values, "event": event})
+
+
+def _lines_both_ways(log_calls: Any) -> tuple[str, str]:
+    """The lines of `log_calls(logger)` through the short cut and through structlog's bound
+    logger (the process's logging, plain lines into a BufferedLogger on a non-terminal)."""
+    outputs = []
+    for short_cut in (True, False):
+        stream = io.StringIO()
+        with restored_logging():
+            configure_logging("console", "debug", cache=False)
+            # (what configure_logging gives stderr, no terminal, here for a stream of ours)
+            buffered = logs.BufferedLogger(stream)
+            structlog.configure(logger_factory=logs._factory(buffered))
+            logger = logs.get_logger("t")
+            if short_cut:
+                log_calls(logger)
+            else:
+                log_calls(logger._process)
+            buffered.flush()
+        outputs.append(stream.getvalue())
+    return outputs[0], outputs[1]
+
+
+@pytest.mark.usefixtures("frozen_now")
+def test_bound_contextvars_appear_in_the_short_cuts_line() -> None:
+    """Values bound with structlog's bind_contextvars are in the line, as structlog puts
+    them (the short cut merges them once any was bound)."""
+
+    def calls(logger: Any) -> None:
+        logger.info("move", room="r", ms=0.5)
+        with structlog.contextvars.bound_contextvars(request="q1", room="ignored"):
+            logger.info("move", room="r", ms=0.5)
+        logger.info("after", room="r")
+
+    short, through = _lines_both_ways(calls)
+    assert short == through
+    assert short.splitlines()[1].endswith("room=r ms=0.5 request=q1")
+    assert "request" not in short.splitlines()[2]
+
+
+@pytest.mark.usefixtures("frozen_now")
+def test_special_keys_take_structlogs_way_in_the_short_cut() -> None:
+    def calls(logger: Any) -> None:
+        logger.info("own keys", timestamp="mine", level="mine", exception="given")
+        logger.info(42, room="r")
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logger.info("failed", exc_info=True)
+
+    short, through = _lines_both_ways(calls)
+    assert short == through
+    assert "ValueError: boom" in short
+
+
+def test_short_cut_honours_a_reconfiguration(capsys: pytest.CaptureFixture[str]) -> None:
+    """The short cut keeps the bound logger it checked; a reconfiguration (cache=False: a new
+    bound logger per call) is seen at the next line: a level, JSON, a stream of its own."""
+    log = logs.get_logger("t")
+    with restored_logging():
+        configure_logging("console", "info", cache=False)
+        log.info("first", n=1)
+        configure_logging("console", "warning", cache=False)
+        log.info("filtered", n=2)
+        configure_logging("json", "info", cache=False)
+        log.info("as json", n=3)
+        stream = io.StringIO()
+        configure_logging("console", "info", stream=stream, cache=False)
+        log.info("own stream", n=4)
+        configure_logging("console", "info", cache=False)
+        log.info("last", n=5)
+        logs.flush_logs()
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(" ", 1)[1] for line in err if not line.startswith("{")] == [
+        f"[info     ] {'first':<30} n=1",
+        f"[info     ] {'last':<30} n=5",
+    ]
+    as_json = [json.loads(line) for line in err if line.startswith("{")]
+    assert [(entry["event"], entry["n"]) for entry in as_json] == [("as json", 3)]
+    assert stream.getvalue().split(" ", 1)[1] == f"[info     ] {'own stream':<30} n=4\n"
+
+
+def test_short_cut_follows_the_context_s_server_log() -> None:
+    """One module logger, two ServerLogs in turn (and the process's logging between): each
+    line goes to the log of its context."""
+    log = logs.get_logger("t")
+    first, second = io.StringIO(), io.StringIO()
+    for round_ in range(2):
+        for stream in (first, second):
+            with ServerLog(stream, "info").serving():
+                log.info("line", round=round_)
+    assert [line.split()[-1] for line in first.getvalue().splitlines()] == ["round=0", "round=1"]
+    assert [line.split()[-1] for line in second.getvalue().splitlines()] == ["round=0", "round=1"]
+
+
+def test_buffered_logger_loses_and_repeats_no_line_under_threads() -> None:
+    """`msg` appends without the lock while other threads flush: every line written once,
+    each thread's in its order."""
+    stream = io.StringIO()
+    buffered = logs.BufferedLogger(stream)
+    per_thread = 3000
+
+    def write(name: str) -> None:
+        for number in range(per_thread):
+            buffered.msg(f"{name} {number}")
+            if number % 97 == 0:
+                buffered.flush()
+
+    threads = [threading.Thread(target=write, args=(f"t{i}",)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    buffered.flush()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 3 * per_thread
+    for i in range(3):
+        numbers = [int(line.split()[1]) for line in lines if line.startswith(f"t{i} ")]
+        assert numbers == list(range(per_thread))
+
+
+def test_timestamp_follows_the_clock_back_and_across_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cached second is left when the clock leaves it, either way (a clock set back)."""
+    second = 1_796_000_000
+    for moment in (second + 5, second + 4, second + 6, second + 4):
+        for nanoseconds in (999_999_999, 0, 1_000, 500_000_000):
+            clock = moment * 1_000_000_000 + nanoseconds
+            monkeypatch.setattr(logs, "_clock_ns", lambda clock=clock: clock)
+            expected = datetime.datetime.fromtimestamp(moment).replace(
+                microsecond=nanoseconds // 1000
+            )
+            assert logs._timestamp() == expected.isoformat()
