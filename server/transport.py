@@ -30,9 +30,6 @@ RECEIVE_BYTES = 65536
 # control message simply means "no stamp".
 SO_TIMESTAMPNS = 35
 _TIMESPEC = struct.Struct("@ll")  # struct timespec: time_t seconds, long nanoseconds
-_TIMESPEC_BYTES = _TIMESPEC.size
-_unpack_timespec = _TIMESPEC.unpack
-_SOL_SOCKET = socket.SOL_SOCKET
 _ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size)
 # A kernel stamp older than this (seconds) is not believed: the event loop is never that late,
 # so the wall clock must have been stepped between the stamp and our reading of it.
@@ -144,29 +141,8 @@ class SocketTransport:
             except OSError as error:
                 raise trio.BrokenResourceError(str(error)) from error
             now = clock()
-            arrived = now
-            if ancillary and self.stamped:
-                level, kind, payload = ancillary[0]
-                if (
-                    len(ancillary) == 1
-                    and kind == SO_TIMESTAMPNS
-                    and level == _SOL_SOCKET
-                    and len(payload) == _TIMESPEC_BYTES
-                ):
-                    # The usual case, kernel_stamp and arrival_time inlined (once per move):
-                    # a believable age; anything else takes the functions' way below.
-                    seconds, nanoseconds = _unpack_timespec(payload)
-                    stamp = seconds + nanoseconds / 1e9
-                    wall = time.time()
-                    age = wall - stamp
-                    if 0.0 <= age <= MAX_STAMP_AGE:
-                        arrived = now - age
-                    else:
-                        arrived = arrival_time(now, wall, stamp)
-                else:
-                    other = kernel_stamp(ancillary)
-                    if other is not None:
-                        arrived = arrival_time(now, time.time(), other)
+            stamp = kernel_stamp(ancillary) if ancillary and self.stamped else None
+            arrived = now if stamp is None else arrival_time(now, time.time(), stamp)
             # Never earlier than bytes read before: they arrived first.
             if arrived < self._last_arrival:
                 arrived = self._last_arrival
