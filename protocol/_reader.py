@@ -570,6 +570,36 @@ class PacketReader:
         if match is None or not self._framing.skip_packet(match.end("packet"), len(chunk)):
             return None
         self._incoming.popleft()
+        self._skip(chunk)
+        return match
+
+    def take_arriving(self, data: bytes, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
+        """`feed(data)` then `take_whole(pattern)` in one call when nothing is queued (once
+        per move: the chunk is never queued): the match, `data` taken; None, and nothing
+        changed (the caller feeds `data`), where `take_whole` would not take it (or `feed`
+        would not queue it: the end of the stream, or after it)."""
+        if (
+            self._incoming
+            or self._packets
+            or self._error is not None
+            or self._eof
+            or self._parser is None
+            or self._depth != 1
+            or not self._ascii
+            or not self._framing.idle
+            or not data
+            or type(data) is not bytes
+            or len(data) > self._slice
+        ):
+            return None
+        match = pattern.fullmatch(data)
+        if match is None or not self._framing.skip_packet(match.end("packet"), len(data)):
+            return None
+        self._skip(data)
+        return match
+
+    def _skip(self, chunk: bytes) -> None:
+        """Count the positions of a chunk the shortcut took, for the parser's messages."""
         lines = chunk.count(b"\n")
         if lines:
             self._skipped_lines += lines
@@ -580,7 +610,6 @@ class PacketReader:
                     self._root.text = None
         else:
             self._skipped_columns += len(chunk)
-        return match
 
     def _consume(self, chunk: bytes) -> None:
         root_at = 0  # where the root start tag begins in chunk

@@ -10,7 +10,7 @@ from protocol._decode import ClientDecoder, ServerDecoder, move_packet, move_pac
 from protocol._reader import EndOfDocument, PacketReader
 from protocol._xml import render_standalone
 from protocol.errors import LocalProtocolError, RemoteProtocolError
-from protocol.events import ClientPacket, StreamEnd
+from protocol.events import ClientPacket, MovePacket, StreamEnd
 from protocol.limits import ProtocolLimits
 from protocol.messages import ServerMessage
 
@@ -76,6 +76,16 @@ class ServerConnection:
         """Queue bytes from the peer; b"" means EOF (repeating it is harmless). Parsing
         happens in next_event. Bytes after EOF raise LocalProtocolError."""
         self._reader.feed(data)
+
+    def receive_move(self, data: bytes) -> MovePacket | None:
+        """`receive_data(data)` and `next_event()` in one call for the commonest chunk, one
+        whole move in its usual layout with nothing queued before it: the move, and nothing
+        is left to read. None, and nothing changed: give `data` to `receive_data`."""
+        pattern = self._move_pattern
+        if pattern is None:
+            return None
+        match = self._reader.take_arriving(data, pattern)
+        return None if match is None else move_packet(match)
 
     def next_event(self) -> ClientPacket | NeedData:
         """The next client packet, StreamEnd for `</protocol>`, or NEED_DATA.

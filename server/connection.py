@@ -33,7 +33,7 @@ from collections.abc import Callable
 import trio
 
 from protocol import NEED_DATA, NeedData, ProtocolLimits, RemoteProtocolError, ServerConnection
-from protocol.events import CloseRequest, StreamEnd
+from protocol.events import ClientPacket, CloseRequest, StreamEnd
 from protocol.messages import CloseConnection, ErrorPacket, ServerMessage
 from server.config import Settings
 from server.lobby import DisconnectCause, Lobby
@@ -363,18 +363,35 @@ class Connection:
                     deadline = self._deadline()
                     if deadline < waiting.deadline:
                         waiting.deadline = deadline
-                    try:
-                        data, received_at = await self._transport.receive()
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        return DisconnectCause.LOST_CONNECTION
-                    self._received_at = received_at
-                    if not self._said_protocol:
-                        self._note_received(data, received_at)
-                    elif data and self._partial_since is None:
-                        # (_note_received's usual case inlined: once per move.) Reset when
-                        # these bytes complete a packet (`_next_packet`).
-                        self._partial_since = received_at
-                    self._protocol.receive_data(data)
+                    while True:
+                        try:
+                            data, received_at = await self._transport.receive()
+                        except (trio.BrokenResourceError, trio.ClosedResourceError):
+                            return DisconnectCause.LOST_CONNECTION
+                        self._received_at = received_at
+                        if self._said_protocol and not self._rationed:
+                            move = self._protocol.receive_move(data)
+                            if move is not None:
+                                # One chunk, one whole move, nothing buffered (once per move):
+                                # _handle_buffered's unrationed case for it, without the
+                                # queue. Nothing is left to handle, and _deadline() could
+                                # only be later now (the packet was activity): read on.
+                                started = time.perf_counter()
+                                outcome = self._handle_event(move)
+                                if outcome is not None:
+                                    return outcome
+                                spent = time.perf_counter() - started
+                                if spent > ANONYMOUS_FREE_SECONDS and not self._lobby.is_busy(self):
+                                    self._rationed = True
+                                continue
+                        if not self._said_protocol:
+                            self._note_received(data, received_at)
+                        elif data and self._partial_since is None:
+                            # (_note_received's usual case inlined.) Reset when these bytes
+                            # complete a packet (`_handle_event`).
+                            self._partial_since = received_at
+                        self._protocol.receive_data(data)
+                        break
             cause = self._deadline_passed()  # the scope ended: a deadline passed while waiting
             if cause is not None:
                 return cause
@@ -477,6 +494,10 @@ class Connection:
             return DisconnectCause.PROTOCOL_ERROR
         if event is NEED_DATA:
             return NEED_DATA
+        return self._handle_event(event)
+
+    def _handle_event(self, event: ClientPacket) -> DisconnectCause | None:
+        """Hand a packet just read to the lobby: a disconnect cause, or None to go on."""
         received_at = self._received_at
         self._partial_since = None
         self._last_activity = self._now()

@@ -31,6 +31,10 @@ RECEIVE_BYTES = 65536
 SO_TIMESTAMPNS = 35
 _TIMESPEC = struct.Struct("@ll")  # struct timespec: time_t seconds, long nanoseconds
 _ANCILLARY_BYTES = socket.CMSG_SPACE(_TIMESPEC.size)
+# Module globals for `kernel_stamp` (once per move: no attribute look-ups).
+_SOL_SOCKET = socket.SOL_SOCKET
+_TIMESPEC_SIZE = _TIMESPEC.size
+_unpack_timespec = _TIMESPEC.unpack_from
 # A kernel stamp older than this (seconds) is not believed: the event loop is never that late,
 # so the wall clock must have been stepped between the stamp and our reading of it.
 MAX_STAMP_AGE = 60.0
@@ -70,17 +74,22 @@ def arrival_time(now: float, wall_now: float, wall_stamp: float) -> float:
     """Convert a kernel wall-clock stamp to trio's clock: `now` minus how long ago (by the
     wall clock) the bytes arrived, that age clamped to [0, MAX_STAMP_AGE]."""
     age = wall_now - wall_stamp
-    if not math.isfinite(age):
-        return now
-    return now - min(max(age, 0.0), MAX_STAMP_AGE)
+    # Comparisons rather than isfinite/min/max (three calls, once per move); NaN and
+    # infinities fail both tests.
+    if 0.0 < age <= MAX_STAMP_AGE:
+        return now - age
+    if MAX_STAMP_AGE < age < math.inf:
+        return now - MAX_STAMP_AGE
+    return now
 
 
 def kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> float | None:
     """The SO_TIMESTAMPNS wall-clock time in recvmsg's control messages, if there is one."""
     for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC.size:
-            seconds, nanoseconds = _TIMESPEC.unpack_from(payload)
-            return float(seconds + nanoseconds / 1e9)
+        if level == _SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= _TIMESPEC_SIZE:
+            seconds, nanoseconds = _unpack_timespec(payload)
+            stamp: float = seconds + nanoseconds / 1e9  # a float already: int + float
+            return stamp
     return None
 
 

@@ -31,11 +31,19 @@ class _Reference(ServerConnection):
     _move_shortcut = False
 
 
-def _read_all(connection: ServerConnection, chunks: list[bytes]) -> list[object]:
+def _read_all(
+    connection: ServerConnection, chunks: list[bytes], *, fused: bool = False
+) -> list[object]:
     """Everything the connection reads from `chunks`, the end of stream included: packets
-    as themselves, errors as (message, eof)."""
+    as themselves, errors as (message, eof). `fused`: each chunk offered to `receive_move`
+    first, as the server's read loop does."""
     out: list[object] = []
     for chunk in [*chunks, b""]:
+        if fused:
+            move = connection.receive_move(chunk)
+            if move is not None:
+                out.append(move)
+                continue
         connection.receive_data(chunk)
         while True:
             try:
@@ -156,7 +164,9 @@ def streams(draw: st.DrawFn) -> list[bytes]:
 def test_the_shortcut_reads_what_the_parser_reads(
     chunks: list[bytes], limit: ProtocolLimits
 ) -> None:
-    assert _read_all(ServerConnection(limit), chunks) == _read_all(_Reference(limit), chunks)
+    expected = _read_all(_Reference(limit), chunks)
+    assert _read_all(ServerConnection(limit), chunks) == expected
+    assert _read_all(ServerConnection(limit), chunks, fused=True) == expected
 
 
 @PROPERTY
@@ -166,7 +176,9 @@ def test_moves_as_clients_send_them_read_alike(
 ) -> None:
     chunks = [b'<protocol>\n  <joinPrepared reservationCode="abc"/>']
     chunks += [_move_bytes(room, move) for room, move in sent]
-    assert _read_all(ServerConnection(limit), chunks) == _read_all(_Reference(limit), chunks)
+    expected = _read_all(_Reference(limit), chunks)
+    assert _read_all(ServerConnection(limit), chunks) == expected
+    assert _read_all(ServerConnection(limit), chunks, fused=True) == expected
 
 
 def _never_parsed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
@@ -199,6 +211,11 @@ def test_a_usual_move_skips_the_parser(monkeypatch: pytest.MonkeyPatch) -> None:
         b"    <direction>UP_RIGHT</direction>\n  </data>\n</room>\n"
     )
     assert connection.next_event() == MovePacket("R", Move(0, 3, Direction.UP_RIGHT))
+    # receive_move takes it without queuing it; a chunk it does not take is left alone.
+    assert connection.receive_move(_move_bytes("5d9a-77", move)) == MovePacket("5d9a-77", move)
+    assert connection.next_event() is NEED_DATA
+    assert connection.receive_move(b"\n  <close/>") is None
+    assert connection.next_event() is NEED_DATA
     assert fed == []
     connection.receive_data(b"\n  <close/>")
     assert connection.next_event() is not NEED_DATA
@@ -224,7 +241,9 @@ def test_what_the_shortcut_leaves_to_the_parser(limit: ProtocolLimits, data: byt
     else:
         data += b"<direction>LEFT</direction></data></room>"
     chunks = [b'<protocol>\n  <joinPrepared reservationCode="abc"/>', data, b"\n  <close/>"]
-    assert _read_all(ServerConnection(limit), chunks) == _read_all(_Reference(limit), chunks)
+    expected = _read_all(_Reference(limit), chunks)
+    assert _read_all(ServerConnection(limit), chunks) == expected
+    assert _read_all(ServerConnection(limit), chunks, fused=True) == expected
 
 
 def test_a_long_stream_of_usual_moves_reads_alike() -> None:
@@ -239,6 +258,7 @@ def test_a_long_stream_of_usual_moves_reads_alike() -> None:
     chunks.append(b"\n  <room roomId='x'><data class=\"move\"></dat></room>")
     read = _read_all(ServerConnection(), chunks)
     assert read == _read_all(_Reference(), chunks)
+    assert _read_all(ServerConnection(), chunks, fused=True) == read
     assert len(read) == 802
     assert isinstance(read[-1], tuple)
     message, eof = read[-1]
@@ -264,4 +284,21 @@ def test_moves_read_again_and_after_the_read_cache_filled_read_alike(
         chunks.append(_move_bytes(f"room-{index % 23}", move))
     read = _read_all(ServerConnection(), chunks)
     assert read == _read_all(_Reference(), chunks)
+    assert _read_all(ServerConnection(), chunks, fused=True) == read
     assert len(read) == 602 and 0 < len(_decode._MOVES) <= 16 and _decode._ROOM_IDS  # (+ EOF)
+
+
+def test_receive_move_leaves_queued_bytes_and_the_end_of_stream_alone() -> None:
+    """A move behind queued bytes comes after them; nothing is taken at or after the end."""
+    connection = ServerConnection()
+    connection.receive_data(b'<protocol>\n  <joinPrepared reservationCode="abc"/>')
+    move = _move_bytes("r", Move(1, 2, Direction.LEFT))
+    assert connection.receive_move(move) is None  # the join is still queued
+    connection.receive_data(move)
+    assert connection.next_event() == JoinPrepared("abc")
+    assert connection.next_event() == MovePacket("r", Move(1, 2, Direction.LEFT))
+    assert connection.receive_move(b"") is None
+    connection.receive_data(b"")
+    assert connection.receive_move(move) is None
+    with pytest.raises(RemoteProtocolError):
+        connection.next_event()
