@@ -130,6 +130,9 @@ class Geometry:
     # id(move) → its MoveEntry, for the Moves in `moves` (they live as long as the geometry,
     # so their ids are never reused by another object).
     move_entries: dict[int, MoveEntry]
+    # (x, y, direction name) → the MoveEntry of that Move, for Moves made elsewhere (the
+    # protocol's): one dict lookup, not the coordinates decoded.
+    move_entries_by_key: dict[tuple[int, int, str], MoveEntry]
 
     def bit(self, x: int, y: int) -> int:
         return 1 << (y * self.stride + x)
@@ -237,6 +240,7 @@ def geometry(width: int, height: int) -> Geometry:
         )
     entries: list[FishEntry | None] = [None] * (height * stride)
     move_entries: dict[int, MoveEntry] = {}
+    move_entries_by_key: dict[tuple[int, int, str], MoveEntry] = {}
     for index in coords:
         own_checks = local_checks[index]
         pairs = tuple(
@@ -255,7 +259,7 @@ def geometry(width: int, height: int) -> Geometry:
                 target_entry = entries[target_index]
                 assert target_entry is not None
                 landings[distance] = (target, target_entry, neighbours[target_index])
-            move_entries[id(move)] = (
+            move_entry: MoveEntry = (
                 entry,
                 all_checks[index][number],
                 line_ids[index][number & 3],
@@ -264,6 +268,8 @@ def geometry(width: int, height: int) -> Geometry:
                 local_checks[index][number],
                 tuple(landings),
             )
+            move_entries[id(move)] = move_entry
+            move_entries_by_key[(move.x, move.y, move.direction.name)] = move_entry
     return Geometry(
         width=width,
         height=height,
@@ -287,6 +293,7 @@ def geometry(width: int, height: int) -> Geometry:
         opponent_shift=opponent_shift,
         line_deltas=line_deltas,
         move_entries=move_entries,
+        move_entries_by_key=move_entries_by_key,
     )
 
 

@@ -14,7 +14,6 @@ from engine.geometry import (
     DIRECTIONS,
     FishEntry,
     Geometry,
-    MoveEntry,
     connected_component,
     geometry,
 )
@@ -377,7 +376,9 @@ class GameState:
         # decoding coordinates and direction (hot path: one apply per ply).
         found = geo.move_entries.get(id(move))
         if found is None:
-            found = self._move_entry(move)
+            # A Move made elsewhere (the protocol's, a test's): by coordinates and direction
+            # (none off the board).
+            found = geo.move_entries_by_key.get((move.x, move.y, move.direction._name_))
             if found is None:
                 self._reject(move)
         entry, checks, line, line_mask, start, local_checks, landings = found
@@ -471,16 +472,6 @@ class GameState:
         # The checks in apply accept exactly the legal moves.
         assert mistake is not None
         raise InvalidMoveError(mistake, move)
-
-    def _move_entry(self, move: Move) -> MoveEntry | None:
-        # A Move made elsewhere (the protocol's, a test's): the table's by coordinates.
-        geo = self._geo
-        x, y = move.x, move.y
-        if not (0 <= x < geo.width and 0 <= y < geo.height):
-            return None
-        moves = geo.moves[y * geo.stride + x]
-        assert moves is not None
-        return geo.move_entries[id(moves[_DIRECTION_INDEX[move.direction._name_]])]
 
     def _fish_lists(self) -> None:
         """Make _ones, _twos, _codes_one, _codes_two and _counts (see there)."""

@@ -54,7 +54,7 @@ class _Writer:
         return self._closed
 
 
-_last_rendered: tuple[ServerMessage, bytes, bytes] | None = None
+_last_rendered: tuple[ServerMessage, bytes] | None = None
 
 
 class ServerConnection:
@@ -107,19 +107,18 @@ class ServerConnection:
         # One message often goes to several connections in a row (a memento to both players
         # and the observers): it is rendered and encoded once. Keyed by identity, holding
         # the message, so the key cannot be reused; one tuple, so threads see either entry.
-        # Kept with the "\n" that precedes it in a started stream, too: the second receiver's
-        # bytes are not copied again (a memento is ~3.6 kB).
+        # Rendered with the "\n" that precedes it in a started stream (a memento's ~3.6 kB
+        # are not copied to put it in front).
         last = _last_rendered
         if last is not None and last[0] is message:
-            body, framed = last[1], last[2]
+            framed = last[1]
         else:
-            body = message.to_bytes(1)
-            framed = b"\n" + body
-            _last_rendered = (message, body, framed)
+            framed = message.framed_bytes(1)
+            _last_rendered = (message, framed)
         writer = self._writer
         if writer._started and not writer._closed:
             return framed  # packet_bytes' usual case, without the call (every message)
-        return writer.packet_bytes(body)
+        return writer.packet_bytes(framed[1:])
 
     def close(self) -> bytes:
         """The bytes that end our document: "\\n</protocol>", or "<protocol/>" if nothing

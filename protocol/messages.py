@@ -38,6 +38,10 @@ class _Message:
         """`to_xml(indent)` encoded (UTF-8, as the stream is)."""
         return self.to_xml(indent).encode()
 
+    def framed_bytes(self, indent: int = 0) -> bytes:
+        """`to_bytes(indent)` as a started stream has it: after a "\n"."""
+        return b"\n" + self.to_bytes(indent)
+
 
 def _room(room_id: str, data: Node) -> Node:
     return ("room", (("roomId", room_id),), (data,))
@@ -144,6 +148,9 @@ class MoveRequest(_Message):
     def to_bytes(self, indent: int = 0) -> bytes:
         return _move_request_bytes(self.room_id, indent)
 
+    def framed_bytes(self, indent: int = 0) -> bytes:
+        return _move_request_framed(self.room_id, indent)
+
 
 @functools.lru_cache(maxsize=4096)
 def _move_request_xml(room_id: str, indent: int) -> str:
@@ -159,6 +166,11 @@ def _move_request_xml(room_id: str, indent: int) -> str:
 @functools.lru_cache(maxsize=4096)
 def _move_request_bytes(room_id: str, indent: int) -> bytes:
     return _move_request_xml(room_id, indent).encode()
+
+
+@functools.lru_cache(maxsize=4096)
+def _move_request_framed(room_id: str, indent: int) -> bytes:
+    return b"\n" + _move_request_bytes(room_id, indent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +195,9 @@ class Memento(_Message):
         return _memento_xml(self.room_id, self.state, indent)
 
     def to_bytes(self, indent: int = 0) -> bytes:
+        return _memento_bytes(self.room_id, self.state, indent)[1:]
+
+    def framed_bytes(self, indent: int = 0) -> bytes:
         return _memento_bytes(self.room_id, self.state, indent)
 
 
@@ -605,14 +620,14 @@ def _memento_xml(room_id: str, state: GameState, depth: int) -> str:
 _FIELD_NAMES = {state.name: state.name.encode() for state in FieldState}
 _FIELD_NAME_BYTES = len(next(iter(_FIELD_NAMES.values())))
 _FIXED_FIELDS = all(len(name) == _FIELD_NAME_BYTES for name in _FIELD_NAMES.values())
-# (width, height, bitboards, board bytes, _field_offsets of the board)
-_ROOM_BOARD_BYTES: dict[
-    tuple[str, int], tuple[int, int, tuple[int, ...], bytes | bytearray, dict[int, int]]
-] = {}
+# (width, height, bitboards, board bytes, _field_offsets of the board, the memento's head
+# as the stream has it ("\n" first) and its tail: the frame kept with the room's board)
+_BoardEntry: TypeAlias = tuple[
+    int, int, tuple[int, int, int, int, int], bytes | bytearray, dict[int, int], bytes, bytes
+]
+_ROOM_BOARD_BYTES: dict[tuple[str, int], _BoardEntry] = {}
 # The board of the last room's first memento, by depth: where the next room's first starts.
-_START_BOARD_BYTES: dict[
-    int, tuple[int, int, tuple[int, ...], bytes | bytearray, dict[int, int]]
-] = {}
+_START_BOARD_BYTES: dict[int, _BoardEntry] = {}
 
 
 @functools.lru_cache(maxsize=64)
@@ -631,11 +646,15 @@ def _field_offsets(depth: int, width: int, height: int) -> dict[int, int]:
 
 
 def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
-    """`_memento_xml(room_id, state, depth).encode()`, from the room's last board."""
-    width, height = state.width, state.height
+    """`b"\n" + _memento_xml(room_id, state, depth).encode()`: the memento as a started
+    stream has it, from the room's last board."""
+    # GameState's width, height, bitboards(), turn, first_union and last_move read from its
+    # slots (six Python-level calls a move otherwise).
+    geo = state._geo
+    width, height = geo.width, geo.height
     if not _FIXED_FIELDS or width == 0 or height == 0 or depth + 2 >= len(_INNER_BYTES):
-        return _memento_xml(room_id, state, depth).encode()
-    boards = state.bitboards()
+        return b"\n" + _memento_xml(room_id, state, depth).encode()
+    one, two, squid, ge2, ge3 = state._one, state._two, state._squid, state._ge2, state._ge3
     slot = (room_id, depth)
     previous = _ROOM_BOARD_BYTES.get(slot)
     # A room's first memento starts from the start board sent last (often the same board:
@@ -645,7 +664,6 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
     if base is not None and base[0] == width and base[1] == height:
         offsets = base[4]
         # _changed_mask inlined (once per move).
-        one, two, squid, ge2, ge3 = boards
         old = base[2]
         changed = (
             (one ^ old[0]) | (two ^ old[1]) | (squid ^ old[2]) | (ge2 ^ old[3]) | (ge3 ^ old[4])
@@ -680,33 +698,57 @@ def _memento_bytes(room_id: str, state: GameState, depth: int) -> bytes:
         board = board_xml(state.rows(), depth + 3).encode()
         if previous is None and len(_ROOM_BOARD_BYTES) >= _ROOM_BOARDS_SIZE:
             _ROOM_BOARD_BYTES.clear()  # (threads: a lost entry is only rendered again)
-    entry = (width, height, boards, board, offsets)
+    if previous is not None:
+        head, tail = previous[5], previous[6]  # (the room's frame: no cache call a move)
+    else:
+        head, tail = _memento_frame_bytes(room_id, depth)
+    entry = (width, height, (one, two, squid, ge2, ge3), board, offsets, head, tail)
     _ROOM_BOARD_BYTES[slot] = entry
     if previous is None:
         _START_BOARD_BYTES[depth] = entry
-    head, tail = _memento_frame_bytes(room_id, depth)
-    # The state's opening formatted as bytes (not made as a str and encoded), then one join.
-    first_union = state.first_union
-    move = state.last_move
-    opening = b'<state class="state" startTeam="ONE" turn="%d"%b>%b%b' % (
-        state.turn,
-        b"" if first_union is None else _FIRST_UNION_BYTES[first_union],
-        b"" if move is None else _last_move_bytes(depth + 2, move),
-        _INNER_BYTES[depth + 2],
-    )
-    return b"".join((head, opening, board, tail))
+    # The state's opening from tables by turn (no bytes formatting, no Team hashed).
+    turn = state._turn
+    first_union = state._first_union
+    if first_union is None:
+        openings = _OPENINGS
+    elif first_union is Team.ONE:
+        openings = _OPENINGS_ONE
+    else:
+        openings = _OPENINGS_TWO
+    opening = openings[turn] if turn < _OPENING_TURNS else _opening(turn, first_union)
+    move = state._last_move
+    if move is None:
+        last = _INNER_BYTES[depth + 2]
+    else:
+        # _last_move_bytes' cache hit inlined (once per move).
+        last = _LAST_MOVE_BYTES.get((depth + 2, move.x, move.y, move.direction._name_), b"")
+        if not last:
+            last = _last_move_bytes(depth + 2, move)
+    return b"".join((head, opening, last, board, tail))
 
 
-# What `_state_open` renders, as bytes: its firstUnion attribute by team, its indentation
-# of the state's children by the state's depth.
-_FIRST_UNION_BYTES = {team: f' firstUnion="{team.name}"'.encode() for team in Team}
+def _opening(turn: int, first_union: Team | None) -> bytes:
+    """The state's start tag at `turn` (as _state_open renders it)."""
+    union = b"" if first_union is None else f' firstUnion="{first_union.name}"'.encode()
+    return b'<state class="state" startTeam="ONE" turn="%d"%b>' % (turn, union)
+
+
+# What `_state_open` renders, as bytes: the start tag by turn (a game has 61 turns; later
+# ones formatted), without and with firstUnion; the indentation of the state's children by
+# the state's depth.
+_OPENING_TURNS = 128
+_OPENINGS = tuple(_opening(turn, None) for turn in range(_OPENING_TURNS))
+_OPENINGS_ONE = tuple(_opening(turn, Team.ONE) for turn in range(_OPENING_TURNS))
+_OPENINGS_TWO = tuple(_opening(turn, Team.TWO) for turn in range(_OPENING_TURNS))
 _INNER_BYTES = tuple(("\n" + INDENT * (depth + 1)).encode() for depth in range(64))
-# A state's <lastMove> as bytes, by (depth, x, y, direction name). Cleared when full.
+# A state's <lastMove>, and the indentation of the board after it, as bytes, by (depth, x,
+# y, direction name). Cleared when full.
 _LAST_MOVE_BYTES: dict[tuple[int, int, int, str], bytes] = {}
 
 
 def _last_move_bytes(depth: int, move: Move) -> bytes:
-    """The <lastMove> lines of a state at `depth` whose last move is `move` (as _state_open)."""
+    """The <lastMove> lines of a state at `depth` whose last move is `move` (as _state_open),
+    and the next line's indentation."""
     # (_name_: Enum.name is a Python-level property; this runs once per move.)
     key = (depth, move.x, move.y, move.direction._name_)
     last = _LAST_MOVE_BYTES.get(key)
@@ -715,7 +757,7 @@ def _last_move_bytes(depth: int, move: Move) -> bytes:
         deeper = inner + INDENT
         last = (
             f'{inner}<lastMove>{deeper}<from x="{move.x}" y="{move.y}"/>'
-            f"{deeper}<direction>{key[3]}</direction>{inner}</lastMove>"
+            f"{deeper}<direction>{key[3]}</direction>{inner}</lastMove>{inner}"
         ).encode()
         if len(_LAST_MOVE_BYTES) >= _LAST_MOVES_SIZE:
             _LAST_MOVE_BYTES.clear()  # (threads: a lost entry is only rendered again)
@@ -725,10 +767,11 @@ def _last_move_bytes(depth: int, move: Move) -> bytes:
 
 @functools.lru_cache(maxsize=4096)
 def _memento_frame_bytes(room_id: str, depth: int) -> tuple[bytes, bytes]:
-    """What comes before the state's opening and after its board in a memento of `room_id`
-    (once per room): the memento's frame, and the state's closing tag."""
+    """What comes before the state's opening (the stream's "\n" first) and after its board
+    in a memento of `room_id` (once per room): the memento's frame, and the state's closing
+    tag."""
     head, tail = _memento_frame(room_id, depth)
-    return head.encode(), f"\n{INDENT * (depth + 2)}</state>{tail}".encode()
+    return f"\n{head}".encode(), f"\n{INDENT * (depth + 2)}</state>{tail}".encode()
 
 
 @functools.lru_cache(maxsize=4096)

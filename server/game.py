@@ -393,23 +393,10 @@ class Room:
         """A move from the player of `slot` (not OVER; the lobby checked membership), whose
         bytes arrived at `received_at` (trio time)."""
         pending = self.pending
-        # Official onAction checks the turn first, whatever the room's status: also before the
-        # start and while paused (§5.3 step 2). A team without a slot yet (a <join> room
-        # started from an odd turn) cannot be "expected"; that move is simply not requested.
-        team = self.state.current_team
-        if slot.team is not team and team.value < len(self.slots):
-            active = self.slots[team.value]
-            self._process_violation(
-                slot,
-                move,
-                f"It's not your turn yet; expected: {active.java_repr()}, "
-                f"got {slot.java_repr()} (msg was {move}).",
-            )
-            return
         if pending is None or pending.slot is not slot:
-            self._process_violation(
-                slot, move, f"Move from {slot.java_repr()} has not been requested."
-            )
+            # (A move that was requested is the turn's: a request asks the slot of the team
+            # to move, and the state changes only once the request is answered.)
+            self._unrequested_move(slot, move)
             return
         self.pending = None
         # A move that arrives before its request was seen leaving (the writer task had not
@@ -433,6 +420,22 @@ class Room:
         self.move_ms.append(ms)
         log.info("move", room=self.id, team=slot.team._name_, move=str(move), ms=ms)
         self._next()
+
+    def _unrequested_move(self, slot: Slot, move: Move) -> None:
+        # Official onAction checks the turn first, whatever the room's status: also before the
+        # start and while paused (§5.3 step 2). A team without a slot yet (a <join> room
+        # started from an odd turn) cannot be "expected"; that move is simply not requested.
+        team = self.state.current_team
+        if slot.team is not team and team.value < len(self.slots):
+            active = self.slots[team.value]
+            self._process_violation(
+                slot,
+                move,
+                f"It's not your turn yet; expected: {active.java_repr()}, "
+                f"got {slot.java_repr()} (msg was {move}).",
+            )
+            return
+        self._process_violation(slot, move, f"Move from {slot.java_repr()} has not been requested.")
 
     def _process_violation(self, slot: Slot, move: Move, message: str) -> None:
         log.info("process violation", room=self.id, team=slot.team.name, error=message)
