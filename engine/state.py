@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
+import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from engine.generator import BOARD_SIZE, random_rows
+from engine.generator import BOARD_SIZE, SQUID_COUNT, SQUID_MAX, SQUID_MIN
 from engine.geometry import (
     DIRECTIONS,
     FishEntry,
@@ -156,7 +157,11 @@ class GameState:
     def initial(cls, seed: int | None = None) -> GameState:
         """A new game on a start board from the official generator. The same `seed` always
         gives the same board (None = a fresh random board)."""
-        return cls.from_rows(random_rows(random.Random(seed)))
+        if seed is None:
+            # One generator seeded from the OS per process, not a Random(None) per game
+            # (≈ 25 µs of urandom and MT seeding a game): the same distribution of boards.
+            return cls._make(_START_GEO, _start_boards(_FRESH_BOARDS), 0, None, None)
+        return cls._make(_START_GEO, _start_boards(random.Random(seed)), 0, None, None)
 
     @classmethod
     def from_rows(
@@ -882,3 +887,77 @@ def _parse_field(name: str) -> FieldState:
 
 
 __all__ = ["BOARD_SIZE", "ROUND_LIMIT", "GameState", "Outcome", "WinReason"]
+
+
+# ---- the start board, straight to bitboards ------------------------------------------
+# An inline copy of `random_rows` + `from_rows` for the 10×10 start (every game makes one; ≈ 3×
+# faster): the same draws from the generator in the same order, so a seed gives the same
+# board (tests/engine/test_generator.py compares both on many seeds).
+
+_START_GEO = geometry(BOARD_SIZE, BOARD_SIZE)
+
+
+def _start_bit(x: int, y: int) -> int:
+    return 1 << (y * _START_GEO.stride + x)
+
+
+_START_LAST = BOARD_SIZE - 1
+# The fish pairs in draw order: for i = 1..8, TWO at (i, 0) with ONE at (0, i), then TWO at
+# (i, 9) with ONE at (9, i); both teams' fish are always on the same squares.
+_START_PAIRS = tuple(
+    pair
+    for index in range(1, _START_LAST)
+    for pair in (
+        _start_bit(index, 0) | _start_bit(0, index),
+        _start_bit(index, _START_LAST) | _start_bit(_START_LAST, index),
+    )
+)
+_START_ONE = sum(
+    _start_bit(edge, index) for index in range(1, _START_LAST) for edge in (0, _START_LAST)
+)
+_START_TWO = sum(
+    _start_bit(index, edge) for index in range(1, _START_LAST) for edge in (0, _START_LAST)
+)
+_SQUID_WIDTH = SQUID_MAX - SQUID_MIN + 1
+_SQUID_XY = tuple(
+    (SQUID_MIN + drawn % _SQUID_WIDTH, SQUID_MIN + drawn // _SQUID_WIDTH)
+    for drawn in range(_SQUID_WIDTH * _SQUID_WIDTH)
+)
+_SQUID_BITS = tuple(_start_bit(x, y) for x, y in _SQUID_XY)
+# _SQUID_CONFLICTS[a] >> b & 1: squids drawn as a and b share a row, column or diagonal.
+_SQUID_CONFLICTS = tuple(
+    sum(
+        1 << other
+        for other, (ox, oy) in enumerate(_SQUID_XY)
+        if x == ox or y == oy or x - y == ox - oy or x + y == ox + oy
+    )
+    for x, y in _SQUID_XY
+)
+assert SQUID_COUNT == 2  # _start_boards draws exactly two
+
+# The generator of boards without a seed. Reseeded in a forked child, as the `random`
+# module's own, so that two processes never deal the same boards.
+_FRESH_BOARDS = random.Random()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_FRESH_BOARDS.seed)
+
+
+def _start_boards(rng: random.Random) -> tuple[int, int, int, int, int]:
+    """The bitboards (one, two, squid, ge2, ge3) of `random_rows(rng)`."""
+    randrange = rng.randrange
+    ge2 = ge3 = 0
+    for pair in _START_PAIRS:
+        # _fish_size: 0..3 small, 4..6 medium, 7..8 large (the official nextInt(9)).
+        drawn = randrange(9)
+        if drawn >= 4:
+            ge2 |= pair
+            if drawn >= 7:
+                ge3 |= pair
+    squares = _SQUID_WIDTH * _SQUID_WIDTH
+    first = randrange(squares)
+    conflicts = _SQUID_CONFLICTS[first]
+    second = randrange(squares)
+    while conflicts >> second & 1:
+        second = randrange(squares)
+    squid = _SQUID_BITS[first] | _SQUID_BITS[second]
+    return _START_ONE, _START_TWO, squid, ge2, ge3

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import random
 from collections import Counter
 
 import pytest
 
+import engine.state
 from engine import BOARD_SIZE, FieldState, GameState, Team
+from engine.generator import random_rows
 
 SEEDS = range(300)
 
@@ -76,3 +80,44 @@ def test_start_state() -> None:
     assert state.current_team is Team.ONE
     assert state.fish_count(Team.ONE) == state.fish_count(Team.TWO) == 16
     assert not state.is_over
+
+
+def test_initial_is_the_generator_board_drawn_the_same_way() -> None:
+    # GameState.initial makes the bitboards directly (an inline copy of random_rows and
+    # from_rows): the same board, and the same draws, for every seed.
+    for seed in range(3000):
+        rng = random.Random(seed)
+        expected = GameState.from_rows(random_rows(rng))
+        state = GameState.initial(seed)
+        assert state == expected and state.rows() == expected.rows(), seed
+    # Without a seed: the process-wide generator, drawn exactly as random_rows would.
+    fresh = engine.state._FRESH_BOARDS
+    for _ in range(300):
+        before = fresh.getstate()
+        state = GameState.initial()
+        after = fresh.getstate()
+        rng = random.Random()
+        rng.setstate(before)
+        assert state == GameState.from_rows(random_rows(rng))
+        assert rng.getstate() == after
+
+
+def test_unseeded_boards_are_fresh() -> None:
+    boards = {tuple(map(tuple, GameState.initial().rows())) for _ in range(200)}
+    assert len(boards) == 200
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_deals_other_boards() -> None:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            os.write(write, repr(GameState.initial().rows()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        child = pipe.read().decode()
+    os.waitpid(pid, 0)
+    assert child and child != repr(GameState.initial().rows())
