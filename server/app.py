@@ -30,6 +30,7 @@ from server.limits import (
 from server.lobby import SHUTDOWN_REASON, Lobby
 from server.logs import get_logger
 from server.recorder import GameSink, Recorder
+from server.transport import SocketTransport, stamp_listener
 
 log = get_logger("server.app")
 
@@ -76,6 +77,8 @@ async def serve(
     )
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]
+    # Accepted TCP sockets inherit the listeners' receive stamps (one setsockopt less each).
+    stamping = all([stamp_listener(listener) for listener in listeners])
     if settings.unix_socket is not None:
         listeners.append(await open_unix_listener(settings.unix_socket))
     connections: set[Connection] = set()
@@ -84,7 +87,14 @@ async def serve(
 
     async def handle(stream: trio.SocketStream, host: str, name: str) -> None:
         nonlocal all_closed
-        connection = Connection(stream, lobby, settings, name, address=address_key(host))
+        transport = (
+            SocketTransport(stream, listener_stamped=True)
+            if stamping and host != UNIX_PEER
+            else None
+        )
+        connection = Connection(
+            stream, lobby, settings, name, address=address_key(host), transport=transport
+        )
         connections.add(connection)
         if all_closed.is_set():
             all_closed = trio.Event()

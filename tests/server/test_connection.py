@@ -33,8 +33,10 @@ from server.transport import (
     SO_TIMESTAMPNS,
     SocketTransport,
     StreamTransport,
+    Transport,
     arrival_time,
     kernel_stamp,
+    stamp_listener,
     transport_for,
 )
 from tests.helpers.lobby import FakePeer, Harness, HarnessFactory
@@ -333,11 +335,23 @@ def test_kernel_stamp_is_read_from_the_control_message() -> None:
     assert kernel_stamp([]) is None
 
 
-async def test_socket_transport_stamps_bytes_with_their_arrival() -> None:
+@pytest.mark.parametrize("by_listener", [False, True])
+async def test_socket_transport_stamps_bytes_with_their_arrival(by_listener: bool) -> None:
+    # Stamping asked per socket (transport_for), or inherited from the listener (the server).
+    if by_listener and sys.platform != "linux":
+        pytest.skip("the server stamps by its listeners on Linux only")
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
+    if by_listener:
+        assert stamp_listener(listeners[0])
     client = await trio.open_tcp_stream("127.0.0.1", port)
-    transport = transport_for(await listeners[0].accept())
+    stream = await listeners[0].accept()
+    if by_listener:
+        # The setting came with the accepted socket: nothing asked for it on this one.
+        assert stream.socket.getsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS) == 1
+        transport: Transport = SocketTransport(stream, listener_stamped=True)
+    else:
+        transport = transport_for(stream)
     assert isinstance(transport, SocketTransport)
     with trio.fail_after(5):
         await trio.sleep(0.05)  # the kernel switches stamping on a moment after it is asked
