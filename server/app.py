@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import signal
 import socket
@@ -85,28 +86,14 @@ async def serve(
     all_closed = trio.Event()
     all_closed.set()
 
-    async def handle(stream: trio.SocketStream, host: str, name: str) -> None:
-        nonlocal all_closed
-        transport = (
-            SocketTransport(stream, listener_stamped=True)
-            if stamping and host != UNIX_PEER
-            else None
-        )
-        connection = Connection(
-            stream, lobby, settings, name, address=address_key(host), transport=transport
-        )
-        connections.add(connection)
-        if all_closed.is_set():
-            all_closed = trio.Event()
-        try:
-            await connection.run()
-        except Exception:
+    def ended(connection: Connection, host: str, error: Exception | None) -> None:
+        """A connection's end (`Connection.run` calls it last, on every path)."""
+        if error is not None:
             log.exception("connection failed", peer=connection.name)
-        finally:
-            connections.discard(connection)
-            admission.release(host)
-            if not connections:
-                all_closed.set()
+        connections.discard(connection)
+        admission.release(host)
+        if not connections:
+            all_closed.set()
 
     grace = trio.CancelScope()  # the wait for clients at shutdown; a second signal ends it
     with contextlib.ExitStack() as exit_stack:
@@ -124,7 +111,28 @@ async def serve(
                     if refusal is not None:
                         _refuse(stream, refusal)
                         return
-                    connection_nursery.start_soon(handle, stream, host, name)
+                    nonlocal all_closed
+                    transport = (
+                        SocketTransport(stream, listener_stamped=True)
+                        if stamping and host != UNIX_PEER
+                        else None
+                    )
+                    connection = Connection(
+                        stream,
+                        lobby,
+                        settings,
+                        name,
+                        address=address_key(host),
+                        transport=transport,
+                    )
+                    connections.add(connection)
+                    if all_closed.is_set():
+                        all_closed = trio.Event()
+                    # Its run is the task (no coroutine around it: every switch of the read
+                    # task passes each frame of its stack); `ended` does the bookkeeping.
+                    connection_nursery.start_soon(
+                        connection.run, functools.partial(ended, connection, host)
+                    )
 
                 async def accept() -> None:
                     exhausted = Episode("out of descriptors: not accepting connections")

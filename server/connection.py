@@ -251,48 +251,68 @@ class Connection:
 
     # ------------------------------------------------------------------ serving
 
-    async def run(self) -> None:
-        """Serve this connection until it ends: read, hand packets to the lobby, write."""
-        self._now = trio.lowlevel.current_clock().current_time
-        self._lobby.connect(self)
+    async def run(self, ended: Callable[[Exception | None], None] | None = None) -> None:
+        """Serve this connection until it ends: read, hand packets to the lobby, write.
+
+        `ended` (the server's bookkeeping) is called last, however the connection ended: with
+        the exception that ended it, inside its handler (so `log.exception` has the
+        traceback), which is then not raised; else with None. A callback rather than a
+        coroutine around this one: every switch of the read task passes each frame of its
+        stack."""
         try:
-            async with trio.open_nursery() as nursery:
-                # The writer task starts with the first write the socket does not take at once
-                # (a task costs ~5 KiB: most connections, idle ones above all, never need it).
-                self._nursery = nursery
-                if self._backlog:
-                    self._start_writer()
-                cause = DisconnectCause.UNKNOWN
-                with self._read_scope:
-                    cause = await self._read_loop()
-                if self._stop_cause is not None:
-                    cause = self._stop_cause
-                elif cause is DisconnectCause.RECEIVED_DISCONNECT:
-                    # A <close/> right after a wrong password: the delayed answer (and the
-                    # answers to what came between) still go out first, after the delay. Closing
-                    # early must not be a way around the delay, nor lose the answers.
-                    with trio.move_on_after(self._settings.login_failure_delay + CLOSE_GRACE):
-                        await self._lobby.wait_for_held_answers(self)
-                self._leave_lobby(cause)
-                self._outbox_closed = True
-                if self._outbox_in is not None:
-                    self._outbox_in.close()
-                if not self._writer_started and not self._abort:
-                    # Nothing is queued (it would have started the writer): "</protocol>"
-                    # goes straight to the socket, as messages do, and the writer task (a
-                    # task per connection, two a game) only writes what did not fit.
-                    self._write_closing()
-                if self._closing:
-                    self._start_writer()  # it writes what is queued, then "</protocol>"
-                self._write_scope.deadline = min(
-                    self._write_scope.deadline, trio.current_time() + CLOSE_GRACE
-                )
-                if self._abort:
-                    self._write_scope.cancel()
-        finally:
-            # Cancelled from outside (server stop): the lobby must still forget this peer.
-            self._leave_lobby(DisconnectCause.INITIATED_DISCONNECT)
-            await self._transport.aclose()
+            self._now = trio.lowlevel.current_clock().current_time
+            self._lobby.connect(self)
+            try:
+                async with trio.open_nursery() as nursery:
+                    # The writer task starts with the first write the socket does not take at
+                    # once (a task costs ~5 KiB: most connections, idle ones above all, never
+                    # need it).
+                    self._nursery = nursery
+                    if self._backlog:
+                        self._start_writer()
+                    cause = DisconnectCause.UNKNOWN
+                    with self._read_scope:
+                        cause = await self._read_loop()
+                    if self._stop_cause is not None:
+                        cause = self._stop_cause
+                    elif cause is DisconnectCause.RECEIVED_DISCONNECT:
+                        # A <close/> right after a wrong password: the delayed answer (and the
+                        # answers to what came between) still go out first, after the delay.
+                        # Closing early must not be a way around the delay, nor lose the
+                        # answers.
+                        with trio.move_on_after(self._settings.login_failure_delay + CLOSE_GRACE):
+                            await self._lobby.wait_for_held_answers(self)
+                    self._leave_lobby(cause)
+                    self._outbox_closed = True
+                    if self._outbox_in is not None:
+                        self._outbox_in.close()
+                    if not self._writer_started and not self._abort:
+                        # Nothing is queued (it would have started the writer): "</protocol>"
+                        # goes straight to the socket, as messages do, and the writer task
+                        # (a task per connection, two a game) only writes what did not fit.
+                        self._write_closing()
+                    if self._closing:
+                        self._start_writer()  # it writes what is queued, then "</protocol>"
+                    self._write_scope.deadline = min(
+                        self._write_scope.deadline, trio.current_time() + CLOSE_GRACE
+                    )
+                    if self._abort:
+                        self._write_scope.cancel()
+            finally:
+                # Cancelled from outside (server stop): the lobby must still forget this peer.
+                self._leave_lobby(DisconnectCause.INITIATED_DISCONNECT)
+                await self._transport.aclose()
+        except Exception as error:
+            if ended is None:
+                raise
+            ended(error)
+            return
+        except BaseException:
+            if ended is not None:
+                ended(None)
+            raise
+        if ended is not None:
+            ended(None)
 
     def _write_closing(self) -> None:
         """Hand "</protocol>" to the socket now; what it does not take stays in `_closing`."""

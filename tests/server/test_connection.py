@@ -442,3 +442,73 @@ async def test_close_right_after_a_wrong_password_still_gets_the_delayed_answers
     assert trio.current_time() - start >= 2
     assert "requires authentication" in (await client.expect(ErrorPacket)).message
     await client.expect_closed()
+
+
+class _FailingTransport:
+    """A transport whose reading fails with a bug (not a broken connection)."""
+
+    closed = False
+
+    async def receive(self) -> tuple[bytes, float]:
+        await trio.lowlevel.checkpoint()
+        raise RuntimeError("boom")
+
+    def try_write(self, data: bytes | memoryview) -> int:
+        return len(data)
+
+    async def send_all(self, data: bytes) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await trio.lowlevel.checkpoint()
+
+
+@pytest.mark.parametrize("how", ["bug", "end", "cancelled"])
+async def test_run_calls_ended_last_on_every_path(make_harness: HarnessFactory, how: str) -> None:
+    # The server's bookkeeping (admission, the connection set) runs once, after the close,
+    # however the connection ended; a bug is handed to it inside its handler, not raised.
+    harness: Harness = await make_harness()
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    transport: Transport = _FailingTransport() if how == "bug" else StreamTransport(server_stream)
+    connection = Connection(
+        server_stream, harness.lobby, harness.lobby.settings, transport=transport
+    )
+    calls: list[tuple[Exception | None, object, bool]] = []
+
+    def ended(error: Exception | None) -> None:
+        closed = transport.closed if isinstance(transport, _FailingTransport) else True
+        calls.append((error, sys.exc_info()[1], closed))
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(connection.run, ended)
+            await trio.testing.wait_all_tasks_blocked()
+            if how == "end":
+                await client_stream.aclose()
+            elif how == "cancelled":
+                nursery.cancel_scope.cancel()
+    assert len(calls) == 1
+    error, handled, closed = calls[0]
+    assert closed
+    if how == "bug":
+        assert error is not None and error is handled
+        assert "boom" in repr(error)
+    else:
+        assert error is None
+    assert connection not in harness.lobby._members
+
+
+async def test_run_without_ended_raises_a_bug(make_harness: HarnessFactory) -> None:
+    harness: Harness = await make_harness()
+    _client, server_stream = trio.testing.memory_stream_pair()
+    transport = _FailingTransport()
+    connection = Connection(
+        server_stream, harness.lobby, harness.lobby.settings, transport=transport
+    )
+    with (
+        trio.fail_after(5),
+        pytest.RaisesGroup(pytest.RaisesExc(RuntimeError), flatten_subgroups=True),
+    ):
+        await connection.run()
+    assert transport.closed
