@@ -124,6 +124,9 @@ async def serve(
                         name,
                         address=address_key(host),
                         transport=transport,
+                        # Its writer task (when a write does not fit at once) runs here: no
+                        # nursery per connection.
+                        spawn=connection_nursery.start_soon,
                     )
                     connections.add(connection)
                     if all_closed.is_set():

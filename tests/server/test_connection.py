@@ -9,6 +9,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 import trio
@@ -42,6 +43,20 @@ from server.transport import (
 from tests.helpers.lobby import FakePeer, Harness, HarnessFactory
 from tests.helpers.rawclient import RawClient, ServerClosed
 
+# Where a connection's writer task runs: a nursery `run` opens (a Connection served alone), or
+# the server's (app.serve passes `spawn`). Every test that connects runs with both; a memory
+# stream's writes all go through the writer task.
+WRITER_HOSTS = ["own nursery", "server's nursery"]
+_writer_host = WRITER_HOSTS[0]
+
+
+@pytest.fixture(autouse=True, params=WRITER_HOSTS)
+def writer_host(request: pytest.FixtureRequest) -> Iterator[str]:
+    global _writer_host
+    _writer_host = request.param
+    yield request.param
+    _writer_host = WRITER_HOSTS[0]
+
 
 async def connect(nursery: trio.Nursery, harness: Harness, *, lockstep: bool = False) -> RawClient:
     client_stream: trio.abc.Stream
@@ -50,7 +65,10 @@ async def connect(nursery: trio.Nursery, harness: Harness, *, lockstep: bool = F
         client_stream, server_stream = trio.testing.lockstep_stream_pair()
     else:
         client_stream, server_stream = trio.testing.memory_stream_pair()
-    connection = Connection(server_stream, harness.lobby, harness.lobby.settings, "test")
+    spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
+    connection = Connection(
+        server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
+    )
     nursery.start_soon(connection.run)
     return RawClient(client_stream)
 
@@ -305,7 +323,10 @@ async def test_a_connection_cancelled_from_outside_leaves_the_lobby(
     client_stream, server_stream = trio.testing.memory_stream_pair()
     client = RawClient(client_stream)
     async with trio.open_nursery() as nursery:
-        connection = Connection(server_stream, harness.lobby, harness.lobby.settings, "test")
+        spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
+        connection = Connection(
+            server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
+        )
         nursery.start_soon(connection.run)
         with trio.fail_after(5):
             await client.send(Join())
@@ -512,3 +533,38 @@ async def test_run_without_ended_raises_a_bug(make_harness: HarnessFactory) -> N
     ):
         await connection.run()
     assert transport.closed
+
+
+async def test_a_cancelled_run_ends_its_writer_in_the_servers_nursery_before_closing(
+    make_harness: HarnessFactory,
+) -> None:
+    # The writer task runs in another nursery than `run`: a run cancelled alone (or failing)
+    # still ends its writer before the stream is closed, and the writers' nursery is left
+    # with nothing of it.
+    harness: Harness = await make_harness()
+    client_stream, server_stream = trio.testing.lockstep_stream_pair()  # writes wait for reads
+    client = RawClient(client_stream)
+    closed_while_writing: list[bool] = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as writers:
+            connection = Connection(
+                server_stream, harness.lobby, harness.lobby.settings, spawn=writers.start_soon
+            )
+            transport = connection._transport
+            real_aclose = transport.aclose
+
+            async def aclose() -> None:
+                done = connection._writer_done
+                closed_while_writing.append(done is None or not done.is_set())
+                await real_aclose()
+
+            transport.aclose = aclose  # type: ignore[method-assign]
+            async with trio.open_nursery() as readers:
+                readers.start_soon(connection.run)
+                await client.send_raw(b"<protocol>\n  <join/>\n")
+                await trio.testing.wait_all_tasks_blocked()
+                assert connection._writer_started  # blocked: the client reads nothing
+                readers.cancel_scope.cancel()
+            # writers' nursery closes on its own: the writer ended with the run
+    assert closed_while_writing == [False]
+    assert connection not in harness.lobby._members
