@@ -380,9 +380,7 @@ class Connection:
                                 outcome = self._handle_event(move)
                                 if outcome is not None:
                                     return outcome
-                                spent = time.perf_counter() - started
-                                if spent > ANONYMOUS_FREE_SECONDS and not self._lobby.is_busy(self):
-                                    self._rationed = True
+                                self._ration_if_costly(started)
                                 continue
                         if not self._said_protocol:
                             self._note_received(data, received_at)
@@ -455,10 +453,7 @@ class Connection:
                 started = time.perf_counter()
                 outcome = self._next_packet()
                 if outcome is None:
-                    if time.perf_counter() - started > ANONYMOUS_FREE_SECONDS and not lobby.is_busy(
-                        self
-                    ):
-                        self._rationed = True  # costly and in no room: take turns from now on
+                    self._ration_if_costly(started)
                     handled += 1
                     if handled >= PACKETS_PER_TURN:
                         handled = 0
@@ -468,6 +463,12 @@ class Connection:
                 return None
             if outcome is not None:
                 return outcome
+
+    def _ration_if_costly(self, started: float) -> None:
+        """The rationing switch, after a packet handled unrationed since `started`
+        (`time.perf_counter`): costly and in no room, the connection takes turns from now on."""
+        if time.perf_counter() - started > ANONYMOUS_FREE_SECONDS and not self._lobby.is_busy(self):
+            self._rationed = True
 
     def _note_received(self, data: bytes, received_at: float) -> None:
         """Keep the protocol and packet deadlines up to date for bytes just read."""
