@@ -161,7 +161,7 @@ class Slot:
         return f"{self.team.name}({self.display_name})"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PendingRequest:
     """A moveRequest waiting for its move; times on trio's clock."""
 
@@ -189,6 +189,11 @@ class Table:
     timers: Timers
     feed: ObserverFeed
     on_over: Callable[[Room, FinishedGame], None]
+    # The feed's observe, None when nobody watches (NoFeed): no call a move for nothing.
+    observe: Callable[[ServerMessage], None] | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.observe = None if isinstance(self.feed, NoFeed) else self.feed.observe
 
     @property
     def soft_seconds(self) -> str:
@@ -333,7 +338,9 @@ class Room:
         # _to_observers, _to_players and record inlined: once per move.
         for observer in self.observers:
             observer.send(memento)
-        self.table.feed.observe(memento)
+        observe = self.table.observe
+        if observe is not None:
+            observe(memento)
         if not self.paused:
             for slot in self.slots:
                 if slot.connected and slot.peer is not None:
@@ -551,7 +558,9 @@ class Room:
     def _to_observers(self, message: ServerMessage) -> None:
         for observer in self.observers:
             observer.send(message)
-        self.table.feed.observe(message)
+        observe = self.table.observe
+        if observe is not None:
+            observe(message)
 
     def feed_players(self) -> None:
         """Tell the feed who sits in the slots now."""
