@@ -6,7 +6,14 @@ from __future__ import annotations
 import enum
 from typing import ClassVar, Final
 
-from protocol._decode import ClientDecoder, ServerDecoder, move_packet, move_packet_pattern
+from engine.types import Move
+from protocol._decode import (
+    ClientDecoder,
+    ServerDecoder,
+    move_fields,
+    move_packet,
+    move_packet_pattern,
+)
 from protocol._reader import EndOfDocument, PacketReader
 from protocol._xml import render_standalone
 from protocol.errors import LocalProtocolError, RemoteProtocolError
@@ -81,11 +88,17 @@ class ServerConnection:
         """`receive_data(data)` and `next_event()` in one call for the commonest chunk, one
         whole move in its usual layout with nothing queued before it: the move, and nothing
         is left to read. None, and nothing changed: give `data` to `receive_data`."""
+        fields = self.receive_move_fields(data)
+        return None if fields is None else MovePacket(*fields)
+
+    def receive_move_fields(self, data: bytes) -> tuple[str, Move] | None:
+        """`receive_move(data)`'s room id and move, without the packet (the server makes
+        it only when it needs it); None, and nothing changed, as there."""
         pattern = self._move_pattern
         if pattern is None:
             return None
         match = self._reader.take_arriving(data, pattern)
-        return None if match is None else move_packet(match)
+        return None if match is None else move_fields(match)
 
     def next_event(self) -> ClientPacket | NeedData:
         """The next client packet, StreamEnd for `</protocol>`, or NEED_DATA.

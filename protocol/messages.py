@@ -188,6 +188,12 @@ class Memento(_Message):
     room_id: str
     state: GameState
 
+    def __init__(self, room_id: str, state: GameState) -> None:
+        # The generated frozen __init__'s work (one a move) through the slots' own setters:
+        # 3.0k instead of 4.4k instructions (callgrind, 20,000 made); still frozen after it.
+        _set_memento_room_id(self, room_id)
+        _set_memento_state(self, state)
+
     def node(self) -> Node:
         raise NotImplementedError("Memento is rendered by string building, see to_xml")
 
@@ -199,6 +205,10 @@ class Memento(_Message):
 
     def framed_bytes(self, indent: int = 0) -> bytes:
         return _memento_bytes(self.room_id, self.state, indent)
+
+
+_set_memento_room_id: Callable[[Memento, str], None] = vars(Memento)["room_id"].__set__
+_set_memento_state: Callable[[Memento, GameState], None] = vars(Memento)["state"].__set__
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,8 +32,9 @@ from collections.abc import Callable
 
 import trio
 
+from engine import Move
 from protocol import NEED_DATA, NeedData, ProtocolLimits, RemoteProtocolError, ServerConnection
-from protocol.events import ClientPacket, CloseRequest, StreamEnd
+from protocol.events import ClientPacket, CloseRequest, MovePacket, StreamEnd
 from protocol.messages import CloseConnection, ErrorPacket, ServerMessage
 from server.config import Settings
 from server.lobby import DisconnectCause, Lobby
@@ -370,19 +371,17 @@ class Connection:
                             return DisconnectCause.LOST_CONNECTION
                         self._received_at = received_at
                         if self._said_protocol and not self._rationed:
-                            move = self._protocol.receive_move(data)
+                            move = self._protocol.receive_move_fields(data)
                             if move is not None:
                                 # One chunk, one whole move, nothing buffered (once per move):
                                 # _handle_buffered's unrationed case for it, without the
                                 # queue. Nothing is left to handle, and _deadline() could
                                 # only be later now (the packet was activity): read on.
                                 started = time.perf_counter()
-                                outcome = self._handle_event(move)
+                                outcome = self._handle_move(*move)
                                 if outcome is not None:
                                     return outcome
-                                spent = time.perf_counter() - started
-                                if spent > ANONYMOUS_FREE_SECONDS and not self._lobby.is_busy(self):
-                                    self._rationed = True
+                                self._ration_if_costly(started)
                                 continue
                         if not self._said_protocol:
                             self._note_received(data, received_at)
@@ -455,10 +454,7 @@ class Connection:
                 started = time.perf_counter()
                 outcome = self._next_packet()
                 if outcome is None:
-                    if time.perf_counter() - started > ANONYMOUS_FREE_SECONDS and not lobby.is_busy(
-                        self
-                    ):
-                        self._rationed = True  # costly and in no room: take turns from now on
+                    self._ration_if_costly(started)
                     handled += 1
                     if handled >= PACKETS_PER_TURN:
                         handled = 0
@@ -468,6 +464,12 @@ class Connection:
                 return None
             if outcome is not None:
                 return outcome
+
+    def _ration_if_costly(self, started: float) -> None:
+        """The rationing switch, after a packet handled unrationed since `started`
+        (`time.perf_counter`): costly and in no room, the connection takes turns from now on."""
+        if time.perf_counter() - started > ANONYMOUS_FREE_SECONDS and not self._lobby.is_busy(self):
+            self._rationed = True
 
     def _note_received(self, data: bytes, received_at: float) -> None:
         """Keep the protocol and packet deadlines up to date for bytes just read."""
@@ -510,11 +512,26 @@ class Connection:
             # The move's time ended when its bytes arrived, before any work by the server.
             self._lobby.handle(self, event, received_at)
         except Exception:
-            # A bug must cost only this connection (official: cause DisconnectCause.UNKNOWN).
-            log.exception("handling a packet failed", peer=self.name, packet=repr(event))
-            self.send(ErrorPacket("Internal server error while handling the request", event))
-            return DisconnectCause.UNKNOWN
+            return self._handling_failed(event)
         return None
+
+    def _handle_move(self, room_id: str, move: Move) -> DisconnectCause | None:
+        """`_handle_event(MovePacket(room_id, move))`, the packet made only when needed
+        (`Lobby.handle_move`): the read loop's fast path."""
+        received_at = self._received_at
+        self._partial_since = None
+        self._last_activity = self._now()
+        try:
+            self._lobby.handle_move(self, room_id, move, received_at)
+        except Exception:
+            return self._handling_failed(MovePacket(room_id, move))
+        return None
+
+    def _handling_failed(self, event: ClientPacket) -> DisconnectCause:
+        # A bug must cost only this connection (official: cause DisconnectCause.UNKNOWN).
+        log.exception("handling a packet failed", peer=self.name, packet=repr(event))
+        self.send(ErrorPacket("Internal server error while handling the request", event))
+        return DisconnectCause.UNKNOWN
 
     # ------------------------------------------------------------------ writing
 

@@ -3,6 +3,9 @@ captures pin (docs/protocol.md §1.2, §3, §10 † items) and socha's framing (
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 import re
 
 import pytest
@@ -496,3 +499,18 @@ def test_lone_surrogates_cannot_break_sending() -> None:
     # Java's encoder writes '?' for an unpaired surrogate; we must never raise instead.
     data = ServerConnection().send(ErrorPacket("bad \ud800 name", Join("x\udfffy")))
     assert b"bad ? name" in data and b'gameType="x?y"' in data
+
+
+def test_a_memento_made_by_its_own_init_is_the_dataclass_it_was() -> None:
+    """Memento's __init__ sets the slots itself (the per-move construction): still frozen,
+    equal and hashed by its fields, keywords, replace, copy and pickle as before."""
+    state = GameState.initial(7)
+    memento = Memento("r", state)
+    assert memento == Memento(room_id="r", state=state) and memento.state is state
+    assert hash(memento) == hash(Memento("r", state))
+    assert memento != Memento("other", state)
+    assert dataclasses.replace(memento, room_id="x") == Memento("x", state)
+    assert copy.copy(memento) == memento == pickle.loads(pickle.dumps(memento))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        memento.room_id = "y"  # type: ignore[misc]
+    assert [field.name for field in dataclasses.fields(Memento)] == ["room_id", "state"]

@@ -214,7 +214,11 @@ def test_a_usual_move_skips_the_parser(monkeypatch: pytest.MonkeyPatch) -> None:
     # receive_move takes it without queuing it; a chunk it does not take is left alone.
     assert connection.receive_move(_move_bytes("5d9a-77", move)) == MovePacket("5d9a-77", move)
     assert connection.next_event() is NEED_DATA
+    # The server's read loop takes the same move as its fields (no packet made).
+    assert connection.receive_move_fields(_move_bytes("5d9a-77", move)) == ("5d9a-77", move)
+    assert connection.next_event() is NEED_DATA
     assert connection.receive_move(b"\n  <close/>") is None
+    assert connection.receive_move_fields(b"\n  <close/>") is None
     assert connection.next_event() is NEED_DATA
     assert fed == []
     connection.receive_data(b"\n  <close/>")

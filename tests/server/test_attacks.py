@@ -99,7 +99,14 @@ async def test_anonymous_floods_wait_their_turn_behind_a_game(
         handled.append(type(packet).__name__)
         original(peer, packet, received_at)
 
+    original_move = harness.lobby.handle_move
+
+    def recording_move(peer, room_id, move, received_at):  # type: ignore[no-untyped-def]
+        handled.append("MovePacket")  # the read loop's move: its packet is not made
+        original_move(peer, room_id, move, received_at)
+
     harness.lobby.handle = recording  # type: ignore[method-assign]
+    harness.lobby.handle_move = recording_move  # type: ignore[method-assign]
     player, _ = start(nursery, harness)
     opponent = harness.peer("opponent")
     with trio.fail_after(10):

@@ -428,3 +428,51 @@ async def test_close_right_after_a_wrong_password_still_gets_the_delayed_answers
     assert trio.current_time() - start >= 2
     assert "requires authentication" in (await client.expect(ErrorPacket)).message
     await client.expect_closed()
+
+
+@pytest.mark.parametrize("split", [False, True])
+async def test_a_failing_move_handler_costs_only_that_connection(
+    make_harness: HarnessFactory,
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
+    split: bool,
+) -> None:
+    """A bug while handling a move: "Internal server error" echoing the move, then the
+    connection ends (UNKNOWN); the same whether the move came whole (the read loop's fast
+    path, `Lobby.handle_move`) or in two chunks (the queue, `Lobby.handle`)."""
+    harness: Harness = await make_harness()
+    client = await connect(nursery, harness)
+    opponent = harness.peer("opponent")
+    with trio.fail_after(5):
+        await client.send(Join())
+        room_id = (await client.expect(Joined)).room_id
+        harness.send(opponent, Join())
+        messages = await client.receive_until(MoveRequest)
+        state = next(m for m in reversed(messages) if isinstance(m, Memento)).state
+        room = harness.lobby.rooms[room_id]
+
+        def broken(*args: object) -> None:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr(room, "move", broken)
+        fast: list[object] = []
+        handle_move = harness.lobby.handle_move
+
+        def counted(*args: object) -> None:
+            fast.append(args)
+            handle_move(*args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(harness.lobby, "handle_move", counted)
+        packet = MovePacket(room_id, state.legal_moves()[0])
+        if split:
+            data = b"\n" + packet.to_xml().encode()
+            await client.send_raw(data[:20])
+            await trio.sleep(0.01)
+            await client.send_raw(data[20:])
+        else:
+            await client.send(packet)
+        error = await client.expect(ErrorPacket)
+        assert error == ErrorPacket("Internal server error while handling the request", packet)
+        await client.expect_closed()
+    assert opponent.of(ResultMessage)[0].result.reason == "ONE hat das Spiel verlassen: UNKNOWN"
+    assert len(fast) == (0 if split else 1)  # each way was taken

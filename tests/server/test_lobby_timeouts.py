@@ -4,6 +4,7 @@ wall-clock limit, and shutdown."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import trio
@@ -263,3 +264,20 @@ async def test_shutdown_ends_every_room_with_a_recorded_result(
     assert "shutting down" in late.messages[0].message  # type: ignore[union-attr]
     # Mementos seen by players so far all came before the result.
     assert isinstance(one.messages[-3], Memento | MoveRequest)
+
+
+async def test_a_move_is_timed_from_its_request_never_below_zero(
+    make_harness: HarnessFactory, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Bytes stamped before the request was seen leaving count as an instant answer (0.0 ms,
+    positive zero); later ones by their arrival after it."""
+    harness, one, two, room_id = await start_game(make_harness)
+    room = harness.lobby.rooms[room_id]
+    sent = trio.current_time()
+    harness.lobby.handle(one, MovePacket(room_id, one.last_state().legal_moves()[0]), sent - 1)
+    assert room.move_ms == [0.0] and math.copysign(1.0, room.move_ms[0]) == 1.0
+    await trio.sleep(0.25)
+    arrived = trio.current_time()
+    await trio.sleep(1)  # handled later than it arrived: timed to its arrival
+    harness.lobby.handle(two, MovePacket(room_id, two.last_state().legal_moves()[0]), arrived)
+    assert room.move_ms == [0.0, 250.0]
