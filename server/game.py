@@ -75,7 +75,7 @@ from protocol.messages import (
 )
 from server.config import Settings
 from server.feed import NoFeed, ObserverFeed, RoomPlayer
-from server.logs import get_logger
+from server.logs import PreparedLine, get_logger
 from server.recorder import FinishedGame
 from server.timers import Timer, Timers
 
@@ -224,6 +224,8 @@ class Room:
     replay: list[Memento | RoomError | ResultMessage] | None = None
     reservations: list[str] = field(default_factory=list)
     move_request: MoveRequest | None = None  # the same for every request: made once
+    # The move's log line of each slot, made at its first move (its room and team fixed).
+    move_lines: dict[Slot, PreparedLine] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ what it is
 
@@ -430,7 +432,14 @@ class Room:
         # _name_: Enum.name is a Python-level property (the hot path: once per move).
         self.moves.append((move.x, move.y, move.direction._name_))
         self.move_ms.append(ms)
-        log.info("move", room=self.id, team=slot.team._name_, move=str(move), ms=ms)
+        # log.info("move", room=self.id, team=slot.team._name_, move=str(move), ms=ms), its
+        # constant parts made once per slot (a move's line was 8 % of the server's CPU).
+        line = self.move_lines.get(slot)
+        if line is None:
+            line = self.move_lines[slot] = log.prepare(
+                "move", "move", "ms", room=self.id, team=slot.team._name_
+            )
+        line.info(str(move), ms)
         self._next()
 
     def _unrequested_move(self, slot: Slot, move: Move) -> None:

@@ -219,6 +219,12 @@ class ServerLogger:
         self._bound, self._sink, self._processors, self._enabled = bound, sink, processors, enabled
         return True
 
+    def prepare(self, event: str, *keys: str, **leading: Any) -> PreparedLine:
+        """The line `info(event, **leading, key=value ...)` with the values of `keys` given
+        to its `info` (`PreparedLine`: its constant parts made once). A ValueError for a
+        name twice, or "event" or "self" (which info takes itself)."""
+        return PreparedLine(self, event, keys, leading)
+
     def debug(self, event: str, *args: Any, **values: Any) -> None:
         """A line at level debug."""
         if args or not self._plain(logging.DEBUG, "debug", event, values):
@@ -240,6 +246,131 @@ class ServerLogger:
     def exception(self, event: str, *args: Any, **values: Any) -> None:
         """An error with the traceback of the exception being handled."""
         self._target().exception(event, *args, **values)
+
+
+class PreparedLine:
+    """A line logged often with the same event and leading fields, at info (a room's move
+    line: its room and team): `info(*values)` writes what `logger.info(event, **leading,
+    **dict(zip(keys, values)))` writes, byte for byte (`ServerLogger.prepare`).
+
+    Where `_plain` would make the line itself (the plain console line into a BufferedLogger,
+    nothing bound to the bound logger nor to structlog's contextvars), it is made here: the
+    head, the leading fields and the key names are text made once, the values' texts are
+    kept by value, and `_plain`'s checks are made per line but the level's, kept with the
+    bound logger (the level of structlog's filtering bound loggers is fixed by their class).
+    Any other configuration (JSON, a terminal, `capture_logs`, a bound value, a level that
+    could change), a key plain_line treats apart or a leading value whose text could change
+    (not a str, int, float, bool or None) leaves the line to the logger's `info`."""
+
+    __slots__ = (
+        "_adopted",
+        "_count",
+        "_event",
+        "_glues",
+        "_head",
+        "_keys",
+        "_leading",
+        "_logger",
+        "_seen",
+    )
+
+    def __init__(
+        self, logger: ServerLogger, event: str, keys: tuple[str, ...], leading: dict[str, Any]
+    ) -> None:
+        names = [*leading, *keys]
+        if len(set(names)) != len(names) or "event" in names or "self" in names:
+            raise ValueError(f"a key twice or a name info() takes itself in {names}")
+        self._logger, self._event, self._keys, self._leading = logger, event, keys, leading
+        self._count = len(keys)
+        # The bound logger last looked at, and the one lines are made for here with its
+        # BufferedLogger and processor list (one tuple, so a thread sees one logger's three;
+        # None: none, and always for a line `_plain` would not make).
+        self._seen: Any = None
+        self._adopted: tuple[Any, Any, list[Any]] = (None, None, [])
+        # The line before the first value, then what follows each value: `_line`'s
+        # " ".join of the head and "key=value" fields, with the constant parts joined.
+        self._head = ""
+        self._glues = (*[f" {key}=" for key in keys[1:]], "")
+        if (
+            type(event) is str
+            and _SPECIAL_KEYS.isdisjoint(names)
+            and all(type(value) in _CONSTANT_TYPES for value in leading.values())
+            and _structlog_vars is not None
+        ):
+            fields = "".join(f" {key}={_value_text(value)}" for key, value in leading.items())
+            first = f" {keys[0]}=" if keys else ""
+            self._head = _event_head("info", event) + fields + first
+
+    def info(self, *values: Any) -> None:
+        """The line at level info with `values` for the keys (a ValueError for a count
+        other than theirs)."""
+        own = _server_log.get()
+        bound = self._logger._process.bind() if own is None else own.logger
+        adopted = self._adopted
+        if bound is not adopted[0]:
+            if bound is self._seen or not self._adopt(bound):
+                self._generic(values)
+                return
+            adopted = self._adopted
+        # _plain's checks per line (capture_logs changes the processor list in place), but
+        # the level's: `_adopt` took only a bound logger whose level lets the line through.
+        processors = adopted[2]
+        if (
+            len(processors) != 2
+            or processors[1] is not plain_line
+            or processors[0] is not _merge_contextvars
+            or bound._context
+            or _structlog_vars
+            or len(values) != self._count
+        ):
+            self._generic(values)
+            return
+        # _timestamp inline, its pieces joined with the line's: while the clock is in the
+        # cached second, past its first microsecond (otherwise _timestamp itself).
+        cached = _second
+        offset = _clock_ns() - cached[0]
+        if 1000 <= offset < 1_000_000_000:
+            parts = [cached[1], _DIGITS[offset // 1_000_000], _DIGITS[offset // 1000 % 1000]]
+        else:
+            parts = [_timestamp()]
+        parts.append(self._head)
+        for value, glue in zip(values, self._glues):  # noqa: B905 (counted above; a keyword costs)
+            kind = type(value)
+            if kind is str:
+                parts.append(_TEXTS[value])
+            elif kind is float:
+                parts.append(_FLOAT_TEXTS[value])
+            else:
+                parts.append(_value_text(value))
+            parts.append(glue)
+        sink = adopted[1]
+        pending = sink._pending
+        pending.append("".join(parts).rstrip())
+        if len(pending) >= FLUSH_LINES:
+            sink.flush()
+
+    def _generic(self, values: tuple[Any, ...]) -> None:
+        self._logger.info(
+            self._event, **self._leading, **dict(zip(self._keys, values, strict=True))
+        )
+
+    def _adopt(self, bound: Any) -> bool:
+        """Make lines for `bound` here if the logger's `_adopt` keeps it (a BufferedLogger
+        behind it) and its level, fixed by its class (one of structlog's filtering bound
+        loggers), lets info through; otherwise leave them to the logger's `info`."""
+        self._seen = bound
+        self._adopted = (None, None, [])
+        logger = self._logger
+        if not (
+            self._head
+            and logger._adopt(bound)
+            and type(bound) in _FILTERING_CLASSES
+            and logger._enabled is not None
+            and logger._enabled(logging.INFO)
+        ):
+            return False
+        self._adopted = (bound, logger._sink, logger._processors)
+        return True
 
 
 def get_logger(name: str) -> ServerLogger:
@@ -363,6 +494,9 @@ def truncate(text: str, limit: int = MAX_LOGGED_CHARS) -> str:
 
 
 _merge_contextvars = structlog.contextvars.merge_contextvars
+# structlog's bound-logger classes of make_filtering_bound_logger: their level is fixed by
+# the class ("you can't change the log level once configured").
+_FILTERING_CLASSES = frozenset(getattr(structlog._native, "LEVEL_TO_FILTERING_LOGGER", {}).values())
 # structlog's contextvars by name, made by bind_contextvars (and never removed): while there is
 # none, merge_contextvars adds nothing to a line. None (another structlog): always merged.
 _structlog_vars: dict[str, Any] | None = getattr(structlog.contextvars, "_CONTEXT_VARS", None)
@@ -468,8 +602,7 @@ def _line(method: str, event: str, values: dict[str, Any]) -> str:
     heads = _EVENT_HEADS[method]
     head = heads.get(event)
     if head is None:
-        text = truncate(event) if len(event) > MAX_LOGGED_CHARS else event
-        head = f" [{method:<9}] {text:<30}"
+        head = _event_head(method, event)
         if len(heads) >= _HEADS_SIZE:
             heads.clear()  # (threads: a lost entry is only made again)
         heads[event] = head
@@ -512,6 +645,67 @@ def _text_field(key: str, value: str) -> str:
         _FIELDS.clear()  # (threads: a lost entry is only made again)
     _FIELDS[(key, value)] = text
     return text
+
+
+def _event_head(method: str, event: str) -> str:
+    """`_line`'s head of `event` (a str) at `method` (debug or info)."""
+    text = truncate(event) if len(event) > MAX_LOGGED_CHARS else event
+    return f" [{method:<9}] {text:<30}"
+
+
+# The types of leading values PreparedLine makes text once: their text cannot change.
+_CONSTANT_TYPES = (str, int, float, bool, type(None))
+
+
+# The texts of values alone, for PreparedLine (its key names are made once): dicts by value
+# whose look-up of a missing value makes its text (a call fewer than get's `or`). Cleared
+# when full.
+
+
+class _StrTexts(dict[str, str]):
+    """The text of a `str` value: a look-up instead of the checks and the quoting (kept
+    unless it was cut)."""
+
+    def __missing__(self, value: str) -> str:
+        if len(value) > MAX_LOGGED_CHARS:
+            return _plain_value(truncate(value))
+        text = _plain_value(value)
+        if len(self) >= _FIELDS_SIZE:
+            self.clear()  # (threads: a lost entry is only made again)
+        self[value] = text
+        return text
+
+
+class _FloatTexts(dict[float, str]):
+    """The text (repr) of a `float` value (a move's milliseconds): only floats are keys, so an
+    equal key has the same repr; not kept: zero (-0.0 == 0.0) and NaN (never found)."""
+
+    def __missing__(self, value: float) -> str:
+        text = repr(value)
+        if value and value == value:
+            if len(self) >= _FIELDS_SIZE:
+                self.clear()  # (threads: a lost entry is only made again)
+            self[value] = text
+        return text
+
+
+_TEXTS = _StrTexts()
+_FLOAT_TEXTS = _FloatTexts()
+
+
+def _value_text(value: Any) -> str:
+    """The text after "key=" in plain_line's field of `value`."""
+    kind = type(value)
+    if kind is str:
+        return _TEXTS[value]
+    if kind is float:
+        return _FLOAT_TEXTS[value]
+    if isinstance(value, str):
+        text = _plain_value(truncate(value) if len(value) > MAX_LOGGED_CHARS else value)
+    else:
+        text = repr(value)
+    # (formatted, as plain_line's f-string formats it: a str subclass's __str__, __format__)
+    return f"{text}"
 
 
 def _plain_value(value: object) -> str:
