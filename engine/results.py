@@ -120,7 +120,9 @@ def game_result(
         reason = _fill(violator.violation.template, _reason_name(players, named))
         return GameResult(scores, winner, False, reason)
 
-    outcome = state.current_winner()
+    # Each team's weight once, for the winner and the scores (it was computed twice a game).
+    weights = (state.greatest_swarm_weight(Team.ONE), state.greatest_swarm_weight(Team.TWO))
+    outcome = state.current_winner(weights)
     scores = []
     for p in players:
         if outcome.winner is None:
@@ -129,6 +131,6 @@ def game_result(
             points = WIN_SCORE
         else:
             points = LOSE_SCORE
-        scores.append((p, (points, state.greatest_swarm_weight(p.team))))
+        scores.append((p, (points, weights[p.team.value])))
     reason = _fill(outcome.reason.template, _reason_name(players, outcome.winner))
     return GameResult(scores, outcome.winner, True, reason)

@@ -757,14 +757,27 @@ class GameState:
             return Outcome(self.current_team.opponent, WinReason.BLOCKED)
         return None
 
-    def current_winner(self) -> Outcome:
+    def current_winner(self, weights: tuple[int, int] | None = None) -> Outcome:
         """The result if the game ended now without a violation: win_condition(), else the
-        strictly heavier swarm, else a tie."""
-        condition = self.win_condition()
-        if condition is not None:
-            return condition
-        one = self.greatest_swarm_weight(Team.ONE)
-        two = self.greatest_swarm_weight(Team.TWO)
+        strictly heavier swarm, else a tie. `weights`: both teams' greatest_swarm_weight
+        (ONE, TWO) when the caller has them already (the result's scores need them too)."""
+        if weights is None:
+            condition = self.win_condition()
+            if condition is not None:
+                return condition
+            one = self.greatest_swarm_weight(Team.ONE)
+            two = self.greatest_swarm_weight(Team.TWO)
+        else:
+            # win_condition with the given weights (each is a connected-component walk).
+            one, two = weights
+            if any(self._connected_pair()):
+                if one != two:
+                    return Outcome(Team.ONE if one > two else Team.TWO, WinReason.BIGGER_SWARM)
+                if self._first_union is not None:
+                    return Outcome(self._first_union, WinReason.FIRST_UNION)
+                return Outcome(None, WinReason.TIE)
+            if not self.has_legal_move():
+                return Outcome(self.current_team.opponent, WinReason.BLOCKED)
         if one != two:
             return Outcome(Team.ONE if one > two else Team.TWO, WinReason.BIGGER_SWARM)
         return Outcome(None, WinReason.TIE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import signal
 import socket
@@ -30,6 +31,7 @@ from server.limits import (
 from server.lobby import SHUTDOWN_REASON, Lobby
 from server.logs import get_logger
 from server.recorder import GameSink, Recorder
+from server.transport import SocketTransport, stamp_listener
 
 log = get_logger("server.app")
 
@@ -76,27 +78,22 @@ async def serve(
     )
     listeners = await trio.open_tcp_listeners(settings.port, host=settings.host)
     port = listeners[0].socket.getsockname()[1]
+    # Accepted TCP sockets inherit the listeners' receive stamps (one setsockopt less each).
+    stamping = all([stamp_listener(listener) for listener in listeners])
     if settings.unix_socket is not None:
         listeners.append(await open_unix_listener(settings.unix_socket))
     connections: set[Connection] = set()
     all_closed = trio.Event()
     all_closed.set()
 
-    async def handle(stream: trio.SocketStream, host: str, name: str) -> None:
-        nonlocal all_closed
-        connection = Connection(stream, lobby, settings, name, address=address_key(host))
-        connections.add(connection)
-        if all_closed.is_set():
-            all_closed = trio.Event()
-        try:
-            await connection.run()
-        except Exception:
+    def ended(connection: Connection, host: str, error: Exception | None) -> None:
+        """A connection's end (`Connection.run` calls it last, on every path)."""
+        if error is not None:
             log.exception("connection failed", peer=connection.name)
-        finally:
-            connections.discard(connection)
-            admission.release(host)
-            if not connections:
-                all_closed.set()
+        connections.discard(connection)
+        admission.release(host)
+        if not connections:
+            all_closed.set()
 
     grace = trio.CancelScope()  # the wait for clients at shutdown; a second signal ends it
     with contextlib.ExitStack() as exit_stack:
@@ -114,7 +111,31 @@ async def serve(
                     if refusal is not None:
                         _refuse(stream, refusal)
                         return
-                    connection_nursery.start_soon(handle, stream, host, name)
+                    nonlocal all_closed
+                    transport = (
+                        SocketTransport(stream, listener_stamped=True)
+                        if stamping and host != UNIX_PEER
+                        else None
+                    )
+                    connection = Connection(
+                        stream,
+                        lobby,
+                        settings,
+                        name,
+                        address=address_key(host),
+                        transport=transport,
+                        # Its writer task (when a write does not fit at once) runs here: no
+                        # nursery per connection.
+                        spawn=connection_nursery.start_soon,
+                    )
+                    connections.add(connection)
+                    if all_closed.is_set():
+                        all_closed = trio.Event()
+                    # Its run is the task (no coroutine around it: every switch of the read
+                    # task passes each frame of its stack); `ended` does the bookkeeping.
+                    connection_nursery.start_soon(
+                        connection.run, functools.partial(ended, connection, host)
+                    )
 
                 async def accept() -> None:
                     exhausted = Episode("out of descriptors: not accepting connections")

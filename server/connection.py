@@ -28,7 +28,7 @@ import math
 import re
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -89,6 +89,7 @@ class Connection:
         *,
         address: str = "",
         transport: Transport | None = None,
+        spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None,
     ) -> None:
         self.name = f"{name or 'client'}#{next(_numbers)}"
         self.address = address  # remote host: failed admin logins are counted per address
@@ -123,8 +124,12 @@ class Connection:
         # is queued, `send` writes straight to the socket: no task switch per message.
         self._backlog = 0
         self._queued_bytes = 0
-        self._nursery: trio.Nursery | None = None  # run()'s, for the writer task
+        # Starts the writer task: in the server's nursery (`spawn`: no nursery of its own per
+        # connection, two a game), else in one `run` opens. None until `run` serves.
+        self._given_spawn = spawn
+        self._spawn: Callable[[Callable[[], Awaitable[None]]], None] | None = None
         self._writer_started = False
+        self._writer_done: trio.Event | None = None  # made with the writer task, set at its end
         # What is left to write of "</protocol>" once written without the writer task; None:
         # the writer task writes all of it.
         self._closing: bytes | None = None
@@ -229,9 +234,18 @@ class Connection:
         self._start_writer()
 
     def _start_writer(self) -> None:
-        if not self._writer_started and self._nursery is not None:
+        if not self._writer_started and self._spawn is not None:
             self._writer_started = True
-            self._nursery.start_soon(self._write_loop)
+            done = trio.Event()
+            self._spawn(self._writer)
+            self._writer_done = done  # (only once spawned: the end of `run` waits for it)
+
+    async def _writer(self) -> None:
+        try:
+            await self._write_loop()
+        finally:
+            if self._writer_done is not None:
+                self._writer_done.set()
 
     def close(self) -> None:
         """End the connection from the server side, after what is queued went out."""
@@ -252,15 +266,28 @@ class Connection:
 
     # ------------------------------------------------------------------ serving
 
-    async def run(self) -> None:
-        """Serve this connection until it ends: read, hand packets to the lobby, write."""
-        self._now = trio.lowlevel.current_clock().current_time
-        self._lobby.connect(self)
-        try:
+    async def run(self, ended: Callable[[Exception | None], None] | None = None) -> None:
+        """Serve this connection until it ends: read, hand packets to the lobby, write.
+
+        `ended` (the server's bookkeeping) is called last, however the connection ended: with
+        the exception that ended it, inside its handler (so `log.exception` has the
+        traceback), which is then not raised; else with None. A callback rather than a
+        coroutine around this one: every switch of the read task passes each frame of its
+        stack."""
+        if self._given_spawn is None and self._spawn is None:
+            # Served alone (tests): a nursery of its own hosts the writer task.
             async with trio.open_nursery() as nursery:
-                # The writer task starts with the first write the socket does not take at once
-                # (a task costs ~5 KiB: most connections, idle ones above all, never need it).
-                self._nursery = nursery
+                self._given_spawn = nursery.start_soon
+                await self.run(ended)
+            return
+        try:
+            self._now = trio.lowlevel.current_clock().current_time
+            self._lobby.connect(self)
+            try:
+                # The writer task starts with the first write the socket does not take at
+                # once (a task costs ~5 KiB: most connections, idle ones above all, never
+                # need it).
+                self._spawn = self._given_spawn
                 if self._backlog:
                     self._start_writer()
                 cause = DisconnectCause.UNKNOWN
@@ -270,8 +297,9 @@ class Connection:
                     cause = self._stop_cause
                 elif cause is DisconnectCause.RECEIVED_DISCONNECT:
                     # A <close/> right after a wrong password: the delayed answer (and the
-                    # answers to what came between) still go out first, after the delay. Closing
-                    # early must not be a way around the delay, nor lose the answers.
+                    # answers to what came between) still go out first, after the delay.
+                    # Closing early must not be a way around the delay, nor lose the
+                    # answers.
                     with trio.move_on_after(self._settings.login_failure_delay + CLOSE_GRACE):
                         await self._lobby.wait_for_held_answers(self)
                 self._leave_lobby(cause)
@@ -280,8 +308,8 @@ class Connection:
                     self._outbox_in.close()
                 if not self._writer_started and not self._abort:
                     # Nothing is queued (it would have started the writer): "</protocol>"
-                    # goes straight to the socket, as messages do, and the writer task (a
-                    # task per connection, two a game) only writes what did not fit.
+                    # goes straight to the socket, as messages do, and the writer task
+                    # (a task per connection, two a game) only writes what did not fit.
                     self._write_closing()
                 if self._closing:
                     self._start_writer()  # it writes what is queued, then "</protocol>"
@@ -290,10 +318,30 @@ class Connection:
                 )
                 if self._abort:
                     self._write_scope.cancel()
-        finally:
-            # Cancelled from outside (server stop): the lobby must still forget this peer.
-            self._leave_lobby(DisconnectCause.INITIATED_DISCONNECT)
-            await self._transport.aclose()
+                if self._writer_done is not None:
+                    await self._writer_done.wait()  # (bounded by the write scope)
+            finally:
+                self._spawn = None  # no writer after the end
+                if self._writer_done is not None and not self._writer_done.is_set():
+                    # Cancelled, or a bug: the writer must not outlive the socket (its
+                    # descriptor could be another connection's by then).
+                    self._write_scope.cancel()
+                    with trio.CancelScope(shield=True):
+                        await self._writer_done.wait()
+                # Cancelled from outside (server stop): the lobby must still forget this peer.
+                self._leave_lobby(DisconnectCause.INITIATED_DISCONNECT)
+                await self._transport.aclose()
+        except Exception as error:
+            if ended is None:
+                raise
+            ended(error)
+            return
+        except BaseException:
+            if ended is not None:
+                ended(None)
+            raise
+        if ended is not None:
+            ended(None)
 
     def _write_closing(self) -> None:
         """Hand "</protocol>" to the socket now; what it does not take stays in `_closing`."""

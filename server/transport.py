@@ -108,17 +108,39 @@ def _keep_stamping_on() -> None:
         _stamp_keeper = keeper
 
 
-class SocketTransport:
-    """A TCP socket read with recvmsg (kernel receive stamps) and written with os.write."""
+def stamp_listener(listener: trio.SocketListener) -> bool:
+    """Ask the kernel to stamp what the sockets accepted by `listener` receive: Linux copies
+    the listening socket's SO_TIMESTAMPNS to each accepted one (a setsockopt a connection
+    less). Whether it was switched on (Linux only)."""
+    if sys.platform != "linux":
+        return False
+    try:
+        listener.socket.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    _keep_stamping_on()
+    return True
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+
+class SocketTransport:
+    """A TCP socket read with recvmsg (kernel receive stamps) and written with os.write.
+
+    `listener_stamped`: the socket was accepted from a listener `stamp_listener` switched
+    stamping on for, so it has SO_TIMESTAMPNS already."""
+
+    def __init__(self, stream: trio.SocketStream, *, listener_stamped: bool = False) -> None:
         self._stream = stream
         self._fd = stream.socket.fileno()
-        # A stdlib view of the same descriptor for recvmsg, made on first use and detached (not
-        # closed) before trio closes the descriptor.
-        self._socket: socket.socket | None = None
+        # The stdlib socket for recvmsg: trio's own (it closes it), else a view of the same
+        # descriptor made on first use and detached (not closed) before trio closes it (a
+        # socket from a bare descriptor costs three system calls to find its kind).
+        own = getattr(stream.socket, "_sock", None)
+        self._socket: socket.socket | None = own if type(own) is socket.socket else None
+        self._view = self._socket is None
         self.stamped = False  # the kernel stamps what we receive
-        if sys.platform == "linux":
+        if listener_stamped:
+            self.stamped = True
+        elif sys.platform == "linux":
             try:
                 stream.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
                 self.stamped = True
@@ -179,9 +201,9 @@ class SocketTransport:
 
     async def aclose(self) -> None:
         """Close the connection at once."""
-        if self._socket is not None:
+        if self._socket is not None and self._view:
             self._socket.detach()
-            self._socket = None
+        self._socket = None
         # What trio.SocketStream.aclose does (close, then a checkpoint), with a checkpoint that
         # cannot raise Cancelled instead of aclose_forcefully's cancel scope: the same close
         # for ~45 µs less CPU a connection (two a game; measured with time.process_time).

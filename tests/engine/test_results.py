@@ -176,3 +176,55 @@ def test_aborted_game_has_no_winner_and_no_points() -> None:
     assert not result.regular
     assert result.reason == "Server wurde beendet"
     assert [score for _, score in result.scores] == [(0, 0), (0, 0)]
+
+
+def _games(count: int) -> list[GameState]:
+    """Every position of `count` random games from random boards (ends of all kinds)."""
+    import random
+
+    states = []
+    for seed in range(count):
+        rng = random.Random(seed)
+        state = GameState.initial(seed)
+        states.append(state)
+        while not state.is_over:
+            state = state.apply(rng.choice(state.legal_moves()))
+            states.append(state)
+    return states
+
+
+def test_current_winner_with_given_weights_is_current_winner() -> None:
+    # game_result passes the weights it needs for the scores: the same outcome in every
+    # position, over or not (connected, first union, blocked, heavier swarm, tie).
+    made = [
+        UNEVEN,
+        GameState.from_rows(  # blocked
+            [[o, t, E, E, E], [t, t, E, E, E], [E, E, E, E, E], [E, E, E, t, t], [E, E, E, t, o]]
+        ),
+        GameState.from_rows([[o, o, E, E, t, t]], turn=2, first_union=Team.TWO),
+        GameState.from_rows([[o, o, E, E, t, t]], turn=2),  # both connected, even: a tie
+    ]
+    reasons = set()
+    for state in made + _games(60):
+        weights = (state.greatest_swarm_weight(Team.ONE), state.greatest_swarm_weight(Team.TWO))
+        assert state.current_winner(weights) == state.current_winner()
+        reasons.add(state.current_winner().reason)
+    assert len(reasons) >= 4, reasons
+
+
+def test_regular_result_is_the_outcome_and_each_teams_weight() -> None:
+    # The general rule, spelled out: current_winner() decides, each player scores its team's
+    # greatest swarm; one entry or two, in either order.
+    for state in _games(30)[::7]:
+        outcome = state.current_winner()
+        for teams in ([Team.ONE, Team.TWO], [Team.TWO, Team.ONE], [Team.ONE], [Team.TWO]):
+            players = [PlayerEntry(team, team.name.lower()) for team in teams]
+            result = game_result(state, players)
+            assert result.winner is outcome.winner
+            assert result.regular
+            for player, (points, weight) in result.scores:
+                assert weight == state.greatest_swarm_weight(player.team)
+                if outcome.winner is None:
+                    assert points == 1
+                else:
+                    assert points == (2 if outcome.winner is player.team else 0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -290,3 +291,40 @@ async def test_accepted_connections_do_not_delay_small_writes(
         async with running_server() as server:
             _one, _two, _room_id = await join_pair(server)
     assert len(seen) == 2 and all(seen)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="kernel receive stamps are Linux's")
+async def test_accepted_connections_get_kernel_stamps_from_the_listener(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The listener asks for SO_TIMESTAMPNS once; each accepted socket has it without a
+    # setsockopt of its own, and its transport reads the stamps.
+    import socket
+
+    from server.transport import SO_TIMESTAMPNS, SocketTransport
+
+    seen: list[tuple[int, bool]] = []
+    make = Connection
+
+    def connection(stream: trio.SocketStream, *args: Any, **kwargs: Any) -> Connection:
+        transport = kwargs["transport"]
+        assert isinstance(transport, SocketTransport)
+        seen.append(
+            (stream.socket.getsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS), transport.stamped)
+        )
+        return make(stream, *args, **kwargs)
+
+    monkeypatch.setattr("server.app.Connection", connection)
+    calls: list[object] = []
+    real = trio.SocketStream.setsockopt
+
+    def setsockopt(self: trio.SocketStream, level: int, option: int, value: Any) -> None:
+        calls.append((level, option))
+        real(self, level, option, value)
+
+    monkeypatch.setattr(trio.SocketStream, "setsockopt", setsockopt)
+    with trio.fail_after(LIMIT):
+        async with running_server() as server:
+            _one, _two, _room_id = await join_pair(server)
+    assert seen == [(1, True), (1, True)]
+    assert (socket.SOL_SOCKET, SO_TIMESTAMPNS) not in calls

@@ -9,6 +9,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 import trio
@@ -33,12 +34,28 @@ from server.transport import (
     SO_TIMESTAMPNS,
     SocketTransport,
     StreamTransport,
+    Transport,
     arrival_time,
     kernel_stamp,
+    stamp_listener,
     transport_for,
 )
 from tests.helpers.lobby import FakePeer, Harness, HarnessFactory
 from tests.helpers.rawclient import RawClient, ServerClosed
+
+# Where a connection's writer task runs: a nursery `run` opens (a Connection served alone), or
+# the server's (app.serve passes `spawn`). Every test that connects runs with both; a memory
+# stream's writes all go through the writer task.
+WRITER_HOSTS = ["own nursery", "server's nursery"]
+_writer_host = WRITER_HOSTS[0]
+
+
+@pytest.fixture(autouse=True, params=WRITER_HOSTS)
+def writer_host(request: pytest.FixtureRequest) -> Iterator[str]:
+    global _writer_host
+    _writer_host = request.param
+    yield request.param
+    _writer_host = WRITER_HOSTS[0]
 
 
 async def connect(nursery: trio.Nursery, harness: Harness, *, lockstep: bool = False) -> RawClient:
@@ -48,7 +65,10 @@ async def connect(nursery: trio.Nursery, harness: Harness, *, lockstep: bool = F
         client_stream, server_stream = trio.testing.lockstep_stream_pair()
     else:
         client_stream, server_stream = trio.testing.memory_stream_pair()
-    connection = Connection(server_stream, harness.lobby, harness.lobby.settings, "test")
+    spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
+    connection = Connection(
+        server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
+    )
     nursery.start_soon(connection.run)
     return RawClient(client_stream)
 
@@ -303,7 +323,10 @@ async def test_a_connection_cancelled_from_outside_leaves_the_lobby(
     client_stream, server_stream = trio.testing.memory_stream_pair()
     client = RawClient(client_stream)
     async with trio.open_nursery() as nursery:
-        connection = Connection(server_stream, harness.lobby, harness.lobby.settings, "test")
+        spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
+        connection = Connection(
+            server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
+        )
         nursery.start_soon(connection.run)
         with trio.fail_after(5):
             await client.send(Join())
@@ -333,11 +356,23 @@ def test_kernel_stamp_is_read_from_the_control_message() -> None:
     assert kernel_stamp([]) is None
 
 
-async def test_socket_transport_stamps_bytes_with_their_arrival() -> None:
+@pytest.mark.parametrize("by_listener", [False, True])
+async def test_socket_transport_stamps_bytes_with_their_arrival(by_listener: bool) -> None:
+    # Stamping asked per socket (transport_for), or inherited from the listener (the server).
+    if by_listener and sys.platform != "linux":
+        pytest.skip("the server stamps by its listeners on Linux only")
     listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
     port = listeners[0].socket.getsockname()[1]
+    if by_listener:
+        assert stamp_listener(listeners[0])
     client = await trio.open_tcp_stream("127.0.0.1", port)
-    transport = transport_for(await listeners[0].accept())
+    stream = await listeners[0].accept()
+    if by_listener:
+        # The setting came with the accepted socket: nothing asked for it on this one.
+        assert stream.socket.getsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS) == 1
+        transport: Transport = SocketTransport(stream, listener_stamped=True)
+    else:
+        transport = transport_for(stream)
     assert isinstance(transport, SocketTransport)
     with trio.fail_after(5):
         await trio.sleep(0.05)  # the kernel switches stamping on a moment after it is asked
@@ -428,6 +463,111 @@ async def test_close_right_after_a_wrong_password_still_gets_the_delayed_answers
     assert trio.current_time() - start >= 2
     assert "requires authentication" in (await client.expect(ErrorPacket)).message
     await client.expect_closed()
+
+
+class _FailingTransport:
+    """A transport whose reading fails with a bug (not a broken connection)."""
+
+    closed = False
+
+    async def receive(self) -> tuple[bytes, float]:
+        await trio.lowlevel.checkpoint()
+        raise RuntimeError("boom")
+
+    def try_write(self, data: bytes | memoryview) -> int:
+        return len(data)
+
+    async def send_all(self, data: bytes) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await trio.lowlevel.checkpoint()
+
+
+@pytest.mark.parametrize("how", ["bug", "end", "cancelled"])
+async def test_run_calls_ended_last_on_every_path(make_harness: HarnessFactory, how: str) -> None:
+    # The server's bookkeeping (admission, the connection set) runs once, after the close,
+    # however the connection ended; a bug is handed to it inside its handler, not raised.
+    harness: Harness = await make_harness()
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    transport: Transport = _FailingTransport() if how == "bug" else StreamTransport(server_stream)
+    connection = Connection(
+        server_stream, harness.lobby, harness.lobby.settings, transport=transport
+    )
+    calls: list[tuple[Exception | None, object, bool]] = []
+
+    def ended(error: Exception | None) -> None:
+        closed = transport.closed if isinstance(transport, _FailingTransport) else True
+        calls.append((error, sys.exc_info()[1], closed))
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(connection.run, ended)
+            await trio.testing.wait_all_tasks_blocked()
+            if how == "end":
+                await client_stream.aclose()
+            elif how == "cancelled":
+                nursery.cancel_scope.cancel()
+    assert len(calls) == 1
+    error, handled, closed = calls[0]
+    assert closed
+    if how == "bug":
+        assert error is not None and error is handled
+        assert "boom" in repr(error)
+    else:
+        assert error is None
+    assert connection not in harness.lobby._members
+
+
+async def test_run_without_ended_raises_a_bug(make_harness: HarnessFactory) -> None:
+    harness: Harness = await make_harness()
+    _client, server_stream = trio.testing.memory_stream_pair()
+    transport = _FailingTransport()
+    connection = Connection(
+        server_stream, harness.lobby, harness.lobby.settings, transport=transport
+    )
+    with (
+        trio.fail_after(5),
+        pytest.RaisesGroup(pytest.RaisesExc(RuntimeError), flatten_subgroups=True),
+    ):
+        await connection.run()
+    assert transport.closed
+
+
+async def test_a_cancelled_run_ends_its_writer_in_the_servers_nursery_before_closing(
+    make_harness: HarnessFactory,
+) -> None:
+    # The writer task runs in another nursery than `run`: a run cancelled alone (or failing)
+    # still ends its writer before the stream is closed, and the writers' nursery is left
+    # with nothing of it.
+    harness: Harness = await make_harness()
+    client_stream, server_stream = trio.testing.lockstep_stream_pair()  # writes wait for reads
+    client = RawClient(client_stream)
+    closed_while_writing: list[bool] = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as writers:
+            connection = Connection(
+                server_stream, harness.lobby, harness.lobby.settings, spawn=writers.start_soon
+            )
+            transport = connection._transport
+            real_aclose = transport.aclose
+
+            async def aclose() -> None:
+                done = connection._writer_done
+                closed_while_writing.append(done is None or not done.is_set())
+                await real_aclose()
+
+            transport.aclose = aclose  # type: ignore[method-assign]
+            async with trio.open_nursery() as readers:
+                readers.start_soon(connection.run)
+                await client.send_raw(b"<protocol>\n  <join/>\n")
+                await trio.testing.wait_all_tasks_blocked()
+                assert connection._writer_started  # blocked: the client reads nothing
+                readers.cancel_scope.cancel()
+            # writers' nursery closes on its own: the writer ended with the run
+    assert closed_while_writing == [False]
+    assert connection not in harness.lobby._members
 
 
 @pytest.mark.parametrize("split", [False, True])
