@@ -177,7 +177,21 @@ for role in main worker; do
   league "$tmp/$role/league.toml"
 done
 # The worker host reaches the main host's published ports on the daemon's bridge address.
-gateway="$("$DOCKER" network inspect bridge --format '{{(index .IPAM.Config 0).Gateway}}')"
+# A daemon that has just created its bridge (a fresh machine: no docker0 before it started)
+# reports the subnet but no Gateway in the bridge's IPAM config, so fall back to the address
+# the bridge interface carries.
+bridge_address() {
+  local address iface
+  address="$("$DOCKER" network inspect bridge --format '{{range .IPAM.Config}}{{.Gateway}}{{end}}')"
+  if [ -z "$address" ]; then
+    iface="$("$DOCKER" network inspect bridge --format '{{index .Options "com.docker.network.bridge.name"}}')"
+    iface="${iface:-docker0}"
+    address="$(ip -4 -o addr show dev "$iface" 2>/dev/null | awk '{ split($4, a, "/"); print a[1]; exit }')"
+  fi
+  [ -n "$address" ] || die "no address for the daemon's bridge: IPAM has no Gateway and ${iface:-docker0} no IPv4 address"
+  printf '%s\n' "$address"
+}
+gateway="$(bridge_address)"
 cat >"$tmp/main/.env" <<EOF
 POSTGRES_PASSWORD=ci-postgres-$RANDOM
 REDIS_PASSWORD=ci-redis-$RANDOM
