@@ -323,7 +323,10 @@ def _seed(text: str | None, packet: str) -> int | None:
 
 
 class ClientDecoder:
-    """Decodes the client packets of §2."""
+    """Decodes the client packets of §2. It holds nothing of a connection (the limits and
+    its table of handlers only): `client_decoder` shares one between connections."""
+
+    __slots__ = ("_by_tag", "_reader")
 
     def __init__(self, limits: ProtocolLimits) -> None:
         self._reader = _Reader(limits)
@@ -463,6 +466,13 @@ class ClientDecoder:
         if name == "joinedGameRoom" and count is not None:
             java_int(count, f"{packet}: playerCount")
         return ResponsePacket(name, java_class, element_node(element))
+
+
+@functools.lru_cache(maxsize=8)
+def client_decoder(limits: ProtocolLimits) -> ClientDecoder:
+    """The decoder for `limits`, made once (a server's connections share their limits):
+    making one per connection cost about half of a connection's set-up."""
+    return ClientDecoder(limits)
 
 
 # --- server → client -------------------------------------------------------------------

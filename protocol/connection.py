@@ -8,8 +8,8 @@ from typing import ClassVar, Final
 
 from engine.types import Move
 from protocol._decode import (
-    ClientDecoder,
     ServerDecoder,
+    client_decoder,
     move_fields,
     move_packet,
     move_packet_pattern,
@@ -61,6 +61,9 @@ class _Writer:
         return self._closed
 
 
+# Frozen: one object for every connection made without limits (and one decoder for them).
+_DEFAULT_LIMITS: Final = ProtocolLimits()
+
 _last_rendered: tuple[ServerMessage, bytes] | None = None
 
 
@@ -73,8 +76,8 @@ class ServerConnection:
     _move_shortcut: ClassVar[bool] = True
 
     def __init__(self, limits: ProtocolLimits | None = None) -> None:
-        self.limits = limits or ProtocolLimits()
-        self._decoder = ClientDecoder(self.limits)
+        self.limits = limits or _DEFAULT_LIMITS
+        self._decoder = client_decoder(self.limits)
         self._reader = PacketReader(self.limits, self._decoder.check_packet_name)
         self._writer = _Writer()
         self._move_pattern = move_packet_pattern(self.limits) if self._move_shortcut else None
