@@ -237,6 +237,7 @@ def decode_move(data: Element, packet: str, reader: _Reader) -> Move:
 _S = rb"[ \t\n]*"  # no CR: libxml2 counts a lone CR as a line, take_whole counts LFs
 _ROOM_ID_CHARS = 200  # a room id is a UUID (36); longer ones take the parser's way
 _NUMBER_DIGITS = 9  # fewer than ten digits: `java_int`'s plain decimal case
+_MOVE_CLASS = b"move"  # an attribute value as any other: max_attribute_bytes applies
 
 
 @functools.lru_cache(maxsize=8)
@@ -244,6 +245,8 @@ def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
     """The pattern for `limits` (None: no shortcut, a move would break a limit)."""
     if limits.max_depth < 3:  # <room>, <data>, <from>
         return None
+    if limits.max_attribute_bytes < len(_MOVE_CLASS):
+        return None  # the parser refuses class="move" itself: every move is an error
     room_chars = min(_ROOM_ID_CHARS, limits.max_attribute_bytes)
     digits = min(_NUMBER_DIGITS, limits.max_attribute_bytes)
     number = rb"0|[1-9][0-9]{0,%d}" % (digits - 1)
@@ -251,7 +254,7 @@ def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
     return re.compile(
         _S
         + rb'(?P<packet><room roomId="(?P<room>[A-Za-z0-9_.:-]{1,%d})">' % room_chars
-        + (_S + rb'<data class="move">' + _S)
+        + (_S + rb'<data class="' + _MOVE_CLASS + rb'">' + _S)
         + (rb'<from x="(?P<x>' + number + rb')" y="(?P<y>' + number + rb')"/>' + _S)
         + (rb"<direction>(?P<direction>" + directions + rb")</direction>" + _S)
         + (rb"</data>" + _S + rb"</room>)" + _S)

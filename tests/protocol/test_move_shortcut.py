@@ -140,6 +140,7 @@ limits = st.sampled_from(
         ProtocolLimits(max_depth=2),
         ProtocolLimits(max_depth=3),
         ProtocolLimits(max_attribute_bytes=8),
+        ProtocolLimits(max_attribute_bytes=3),
         ProtocolLimits(max_attribute_bytes=1),
     ]
 )
@@ -248,6 +249,24 @@ def test_what_the_shortcut_leaves_to_the_parser(limit: ProtocolLimits, data: byt
     expected = _read_all(_Reference(limit), chunks)
     assert _read_all(ServerConnection(limit), chunks) == expected
     assert _read_all(ServerConnection(limit), chunks, fused=True) == expected
+
+
+@pytest.mark.parametrize("max_attribute_bytes", [1, 2, 3, 4])
+def test_a_move_under_an_attribute_limit_below_its_class_is_refused_alike(
+    max_attribute_bytes: int,
+) -> None:
+    """Regression: under max_attribute_bytes < 4 the parser refuses class="move" (four
+    characters) even where the room id and the numbers fit; the shortcut took the move."""
+    limit = ProtocolLimits(max_attribute_bytes=max_attribute_bytes)
+    chunks = [b'<protocol>\n  <joinPrepared reservationCode="a"/>']
+    chunks.append(_move_bytes("r", Move(1, 2, Direction.LEFT)))
+    expected = _read_all(_Reference(limit), chunks)
+    assert _read_all(ServerConnection(limit), chunks) == expected
+    assert _read_all(ServerConnection(limit), chunks, fused=True) == expected
+    if max_attribute_bytes < 4:
+        assert "attribute class of <data> exceeds" in str(expected[-1])
+    else:
+        assert expected[1] == MovePacket("r", Move(1, 2, Direction.LEFT))
 
 
 def test_a_long_stream_of_usual_moves_reads_alike() -> None:
