@@ -83,6 +83,44 @@ log = get_logger("server.lobby")
 
 MAX_SLOTS = 2
 
+# 1.5 * 2**52: a float in [0, 2**51) plus this is rounded to a whole number (ulp 1 there).
+_WHOLE = 6755399441055744.0
+
+
+def move_milliseconds(elapsed: float) -> float:
+    """`round(elapsed * 1000, 3)` (a move's time in ms as the log line and the results have
+    it) by float arithmetic: the builtin's correctly rounded decimal conversion is ~3k
+    instructions, once a move. `t` is `x * 1000` rounded to a whole number; it is the
+    correctly rounded number of thousandths of `x` unless `x * 1000`'s own rounding (at most
+    6.2e-5 below 1e12) could have moved it across a half, and then `t / 1000` (an exact
+    whole number divided, rounded once) is the float nearest `t` thousandths: what round
+    gives. Anything else (near a half, not above 0 (the sign of a zero), large, inf, NaN)
+    goes to round itself."""
+    x = elapsed * 1000
+    y = x * 1000.0
+    t = (y + _WHOLE) - _WHOLE
+    d = y - t  # exact (Sterbenz): y and t are within a half of each other
+    if 0.0 < y < 1e12 and -0.4999 < d < 0.4999:
+        return t / 1000.0
+    return round(x, 3)
+
+
+# The official Move.toString of the moves logged, by (x, y, direction name): the tuple the
+# room keeps of each move anyway, hashed instead of formatting the text (~3k instructions,
+# once a move). Only applied moves are logged: bounded by the boards' squares; cleared if full.
+_MOVE_TEXTS: dict[tuple[int, int, str], str] = {}
+_MOVE_TEXTS_SIZE = 4096
+
+
+def _move_text(key: tuple[int, int, str], move: Move) -> str:
+    """`str(move)`, kept under `key` (the move's x, y and direction name)."""
+    text = str(move)
+    if type(move) is Move:  # (a subclass may have its own text: not kept)
+        if len(_MOVE_TEXTS) >= _MOVE_TEXTS_SIZE:
+            _MOVE_TEXTS.clear()  # (threads: a lost entry is only made again)
+        _MOVE_TEXTS[key] = text
+    return text
+
 
 class DisconnectCause(enum.StrEnum):
     """Why a connection ended: the official server's DisconnectCause names (§6.4), which a
@@ -428,9 +466,10 @@ class Room:
         except InvalidMoveError as error:
             self._rule_violation(slot, move, error)
             return
-        ms = round(elapsed * 1000, 3)
+        ms = move_milliseconds(elapsed)
         # _name_: Enum.name is a Python-level property (the hot path: once per move).
-        self.moves.append((move.x, move.y, move.direction._name_))
+        key = (move.x, move.y, move.direction._name_)
+        self.moves.append(key)
         self.move_ms.append(ms)
         # log.info("move", room=self.id, team=slot.team._name_, move=str(move), ms=ms), its
         # constant parts made once per slot (a move's line was 8 % of the server's CPU).
@@ -439,7 +478,8 @@ class Room:
             line = self.move_lines[slot] = log.prepare(
                 "move", "move", "ms", room=self.id, team=slot.team._name_
             )
-        line.info(str(move), ms)
+        text = _MOVE_TEXTS.get(key) if type(move) is Move else None
+        line.info(text if text is not None else _move_text(key, move), ms)
         self._next()
 
     def _unrequested_move(self, slot: Slot, move: Move) -> None:
