@@ -105,7 +105,9 @@ class Connection:
         self._outbox_closed = False  # no more messages may be queued
         self._accepting = True  # the lobby may still queue messages
         self._read_scope = trio.CancelScope()
-        self._write_scope = trio.CancelScope()
+        # The writer task's scope, made with the task (a scope is ~5k instructions; most
+        # connections never start one); an abort before cancels it at once.
+        self._write_scope: trio.CancelScope | None = None
         self._stop_cause: DisconnectCause | None = None  # why the server ended the reading
         self._abort = False  # drop what is queued: the client cannot take it
         self._left_lobby = False
@@ -236,6 +238,9 @@ class Connection:
     def _start_writer(self) -> None:
         if not self._writer_started and self._spawn is not None:
             self._writer_started = True
+            scope = self._write_scope = trio.CancelScope()
+            if self._abort:
+                scope.cancel()
             done = trio.Event()
             self._spawn(self._writer)
             self._writer_done = done  # (only once spawned: the end of `run` waits for it)
@@ -313,11 +318,11 @@ class Connection:
                     self._write_closing()
                 if self._closing:
                     self._start_writer()  # it writes what is queued, then "</protocol>"
-                self._write_scope.deadline = min(
-                    self._write_scope.deadline, trio.current_time() + CLOSE_GRACE
-                )
-                if self._abort:
-                    self._write_scope.cancel()
+                scope = self._write_scope
+                if scope is not None:
+                    scope.deadline = min(scope.deadline, trio.current_time() + CLOSE_GRACE)
+                    if self._abort:
+                        scope.cancel()
                 if self._writer_done is not None:
                     await self._writer_done.wait()  # (bounded by the write scope)
             finally:
@@ -325,7 +330,8 @@ class Connection:
                 if self._writer_done is not None and not self._writer_done.is_set():
                     # Cancelled, or a bug: the writer must not outlive the socket (its
                     # descriptor could be another connection's by then).
-                    self._write_scope.cancel()
+                    if self._write_scope is not None:
+                        self._write_scope.cancel()
                     with trio.CancelScope(shield=True):
                         await self._writer_done.wait()
                 # Cancelled from outside (server stop): the lobby must still forget this peer.
@@ -369,7 +375,7 @@ class Connection:
         self._accepting = False
         self._abort = self._abort or abort
         self._read_scope.cancel()
-        if abort:
+        if abort and self._write_scope is not None:
             self._write_scope.cancel()
 
     # ------------------------------------------------------------------ reading
@@ -591,7 +597,10 @@ class Connection:
             sender.close()
         transport = self._transport
         send_deadline = self._settings.send_deadline
-        with self._write_scope:
+        scope = self._write_scope
+        if scope is None:  # (only `_start_writer` starts this task, and it makes the scope)
+            scope = self._write_scope = trio.CancelScope()
+        with scope:
             try:
                 async for first in outbox:
                     batch = [first]
