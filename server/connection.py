@@ -432,10 +432,14 @@ class Connection:
                                 # queue. Nothing is left to handle, and _deadline() could
                                 # only be later now (the packet was activity): read on.
                                 started = time.perf_counter()
-                                outcome = self._handle_move(*move)
+                                room_id, played = move  # (not `*move`: the generic call)
+                                outcome = self._handle_move(room_id, played)
                                 if outcome is not None:
                                     return outcome
-                                self._ration_if_costly(started)
+                                # _ration_if_costly's first test here: no call a move (its own
+                                # later reading only passes when this one did).
+                                if time.perf_counter() - started > ANONYMOUS_FREE_SECONDS:
+                                    self._ration_if_costly(started)
                                 continue
                         if not self._said_protocol:
                             self._note_received(data, received_at)

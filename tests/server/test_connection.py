@@ -15,7 +15,8 @@ import pytest
 import trio
 import trio.testing
 
-from engine import Team
+from engine import Direction, Move, Team
+from protocol import ClientConnection
 from protocol.events import Authenticate, CloseRequest, Join, MovePacket, Observe
 from protocol.messages import (
     CloseConnection,
@@ -27,7 +28,7 @@ from protocol.messages import (
     ResultMessage,
     WelcomeMessage,
 )
-from server.connection import Connection
+from server.connection import ANONYMOUS_FREE_SECONDS, Connection
 from server.lobby import DisconnectCause
 from server.transport import (
     MAX_STAMP_AGE,
@@ -616,3 +617,52 @@ async def test_a_failing_move_handler_costs_only_that_connection(
         await client.expect_closed()
     assert opponent.of(ResultMessage)[0].result.reason == "ONE hat das Spiel verlassen: UNKNOWN"
     assert len(fast) == (0 if split else 1)  # each way was taken
+
+
+@pytest.mark.parametrize(
+    ("costly", "busy", "rationed"),
+    [(True, False, True), (False, False, False), (True, True, False)],
+)
+async def test_the_whole_move_path_rations_a_costly_packet_in_no_room(
+    make_harness: HarnessFactory,
+    nursery: trio.Nursery,
+    monkeypatch: pytest.MonkeyPatch,
+    costly: bool,
+    busy: bool,
+    rationed: bool,
+) -> None:
+    """A move that came whole (the read loop's fast path, `Lobby.handle_move`) and took longer
+    than ANONYMOUS_FREE_SECONDS to handle rations a connection that is in no room after it (a
+    player whose last move ended a long game, say), as the packet queue does; a cheap one, or
+    one by a connection still busy, does not."""
+    harness: Harness = await make_harness()
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
+    connection = Connection(
+        server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
+    )
+    nursery.start_soon(connection.run)
+    client = RawClient(client_stream)
+    handled: list[str] = []
+
+    def handle_move(peer: object, room_id: str, move: Move, received_at: float) -> None:
+        if costly:
+            time.sleep(2 * ANONYMOUS_FREE_SECONDS)
+        handled.append(room_id)
+
+    queued: list[object] = []
+    monkeypatch.setattr(harness.lobby, "handle_move", handle_move)
+    monkeypatch.setattr(harness.lobby, "handle", lambda peer, packet, at: queued.append(packet))
+    monkeypatch.setattr(harness.lobby, "is_busy", lambda peer: busy)
+    with trio.fail_after(5):
+        # As a bot's client writes it: a first packet (the queue's, a no-op here; the
+        # whole-move path starts after it), then the move alone in one chunk.
+        writer = ClientConnection()
+        await client.send_raw(writer.send(Join()))
+        while not queued:
+            await trio.sleep(0.001)
+        await client.send_raw(writer.send(MovePacket("r", Move(0, 1, Direction.UP))))
+        while not handled:
+            await trio.sleep(0.001)
+    assert queued == [Join()] and handled == ["r"]
+    assert connection._rationed is rationed
