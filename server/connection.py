@@ -32,7 +32,6 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from engine import Move
 from protocol import NEED_DATA, NeedData, ProtocolLimits, RemoteProtocolError, ServerConnection
 from protocol.events import ClientPacket, CloseRequest, MovePacket, StreamEnd
 from protocol.messages import CloseConnection, ErrorPacket, ServerMessage
@@ -433,9 +432,14 @@ class Connection:
                                 # only be later now (the packet was activity): read on.
                                 started = time.perf_counter()
                                 room_id, played = move  # (not `*move`: the generic call)
-                                outcome = self._handle_move(room_id, played)
-                                if outcome is not None:
-                                    return outcome
+                                # _handle_event's work, without the packet (Lobby.handle_move
+                                # makes it only when needed) and without a call.
+                                self._partial_since = None
+                                self._last_activity = self._now()
+                                try:
+                                    self._lobby.handle_move(self, room_id, played, received_at)
+                                except Exception:
+                                    return self._handling_failed(MovePacket(room_id, played))
                                 # _ration_if_costly's first test here: no call a move (its own
                                 # later reading only passes when this one did).
                                 if time.perf_counter() - started > ANONYMOUS_FREE_SECONDS:
@@ -571,18 +575,6 @@ class Connection:
             self._lobby.handle(self, event, received_at)
         except Exception:
             return self._handling_failed(event)
-        return None
-
-    def _handle_move(self, room_id: str, move: Move) -> DisconnectCause | None:
-        """`_handle_event(MovePacket(room_id, move))`, the packet made only when needed
-        (`Lobby.handle_move`): the read loop's fast path."""
-        received_at = self._received_at
-        self._partial_since = None
-        self._last_activity = self._now()
-        try:
-            self._lobby.handle_move(self, room_id, move, received_at)
-        except Exception:
-            return self._handling_failed(MovePacket(room_id, move))
         return None
 
     def _handling_failed(self, event: ClientPacket) -> DisconnectCause:
