@@ -17,15 +17,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import re
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-_COLLECTED = re.compile(rb"Collected : (\d+)")
+
 SCENARIOS = ("connection", "join", "prepare")
 
 
@@ -57,23 +53,20 @@ def _inner(scenario: str, connections: int) -> None:
 
 def _count(root: Path, scenario: str, connections: int) -> int:
     """The instructions of one run under callgrind, the code from checkout `root`."""
-    run = (
-        f"import runpy, sys; sys.argv = {[__file__, '--inner', scenario, str(connections)]!r}; "
-        f"runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')"
+    # Here, not at the top: the inner run imports this file from `root`, which may predate
+    # bench._callgrind.
+    from bench._callgrind import count_in_checkout
+
+    instructions, output = count_in_checkout(
+        __file__, ["--inner", scenario, str(connections)], root
     )
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-    command += [sys.executable, "-c", run]
-    environment = dict(os.environ, PYTHONPATH=str(root), PYTHONHASHSEED="0")
-    with tempfile.TemporaryDirectory() as empty:
-        done = subprocess.run(command, cwd=empty, env=environment, capture_output=True, check=True)
-    collected = _COLLECTED.search(done.stderr)
-    read = re.search(rb"read (\d+)", done.stdout)
-    if collected is None or read is None:
-        raise SystemExit(f"no count in the output: {done.stderr[-500:]!r}")
+    read = re.search(r"read (\d+)", output)
+    if read is None:
+        raise SystemExit(f"no packet count in the output: {output[-500:]!r}")
     expected = 0 if scenario == "connection" else connections
     if int(read[1]) != expected:
         raise SystemExit(f"{scenario}: read {int(read[1])} packets, expected {expected}")
-    return int(collected[1])
+    return instructions
 
 
 def main() -> None:

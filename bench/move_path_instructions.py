@@ -17,15 +17,12 @@ import argparse
 import dataclasses
 import os
 import re
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import trio
 
 REPO = Path(__file__).resolve().parents[1]
-_COLLECTED = re.compile(rb"Collected : (\d+)")
 
 
 async def _play(games: int) -> int:
@@ -127,20 +124,15 @@ def _inner(games: int) -> None:
 
 def _count(root: Path, games: int) -> tuple[int, int]:
     """(instructions, moves) of one run under callgrind, the code from checkout `root`."""
-    run = (
-        f"import runpy, sys; sys.argv = {[__file__, '--inner', str(games)]!r}; "
-        f"runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')"
-    )
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-    command += [sys.executable, "-c", run]
-    environment = dict(os.environ, PYTHONPATH=str(root), PYTHONHASHSEED="0")
-    with tempfile.TemporaryDirectory() as empty:
-        done = subprocess.run(command, cwd=empty, env=environment, capture_output=True, check=True)
-    collected = _COLLECTED.search(done.stderr)
-    moves = re.search(rb"moves (\d+)", done.stdout)
-    if collected is None or moves is None:
-        raise SystemExit(f"no count in the output: {done.stderr[-500:]!r}")
-    return int(collected[1]), int(moves[1])
+    # Here, not at the top: the inner run imports this file from `root`, which may predate
+    # bench._callgrind.
+    from bench._callgrind import count_in_checkout
+
+    instructions, output = count_in_checkout(__file__, ["--inner", str(games)], root)
+    moves = re.search(r"moves (\d+)", output)
+    if moves is None:
+        raise SystemExit(f"no move count in the output: {output[-500:]!r}")
+    return instructions, int(moves[1])
 
 
 def main() -> None:

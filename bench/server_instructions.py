@@ -21,15 +21,12 @@ import argparse
 import math
 import os
 import re
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import trio
 
 REPO = Path(__file__).resolve().parents[1]
-_COLLECTED = re.compile(rb"Collected : (\d+)")
 
 
 async def _play_games(games: int, concurrency: int, relay: bool) -> int:
@@ -108,29 +105,17 @@ def _inner(games: int, concurrency: int, relay: bool) -> None:
 
 def _count(root: Path, games: int, concurrency: int, relay: bool) -> tuple[int, int]:
     """(instructions, moves) of one run under callgrind, the code from checkout `root`."""
+    # Here, not at the top: the inner run imports this file from `root`, which may predate
+    # bench._callgrind.
+    from bench._callgrind import count_in_checkout
+
     arguments = ["--inner", str(games), "--concurrency", str(concurrency)]
     arguments += ["--relay"] if relay else []
-    # This file run by path, from an empty directory: `bench`, `server` ... all come from
-    # PYTHONPATH (`root`), not from this checkout nor from the file's own directory.
-    run = (
-        f"import runpy, sys; sys.argv = {[__file__, *arguments]!r}; "
-        f"runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')"
-    )
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-    command += [sys.executable, "-c", run]
-    with tempfile.TemporaryDirectory() as empty:
-        done = subprocess.run(
-            command,
-            cwd=empty,
-            env=dict(os.environ, PYTHONPATH=str(root)),
-            capture_output=True,
-            check=True,
-        )
-    collected = _COLLECTED.search(done.stderr)
-    moves = re.search(rb"moves (\d+)", done.stdout)
-    if collected is None or moves is None:
-        raise SystemExit(f"no count in the output: {done.stderr[-500:]!r}")
-    return int(collected[1]), int(moves[1])
+    instructions, output = count_in_checkout(__file__, arguments, root, hash_seed=None)
+    moves = re.search(r"moves (\d+)", output)
+    if moves is None:
+        raise SystemExit(f"no move count in the output: {output[-500:]!r}")
+    return instructions, int(moves[1])
 
 
 def main() -> None:
@@ -145,6 +130,9 @@ def main() -> None:
         _inner(args.inner, args.concurrency, args.relay)
         return
     short = max(args.concurrency, args.games // 4)
+    if args.games <= short:
+        # The count is the difference of a short and a long run: it needs the long one longer.
+        parser.error(f"--games {args.games}: more than --concurrency ({args.concurrency}) needed")
     targets = [("server", REPO, False)]
     if args.checkout is not None:
         targets.append(("old", args.checkout.resolve(), False))
