@@ -14,6 +14,14 @@ from pathlib import Path
 _COLLECTED = re.compile(rb"Collected : (\d+)")
 
 
+def reported(output: str, name: str) -> int:
+    """The number the inner run printed as `name N` (SystemExit when it printed none)."""
+    found = re.search(rf"{re.escape(name)} (\d+)", output)
+    if found is None:
+        raise SystemExit(f"no {name!r} count in the output: {output[-500:]!r}")
+    return int(found[1])
+
+
 def count_in_checkout(
     script: str, arguments: list[str], root: Path, *, hash_seed: str | None = "0"
 ) -> tuple[int, str]:

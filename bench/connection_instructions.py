@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,17 +54,15 @@ def _count(root: Path, scenario: str, connections: int) -> int:
     """The instructions of one run under callgrind, the code from checkout `root`."""
     # Here, not at the top: the inner run imports this file from `root`, which may predate
     # bench._callgrind.
-    from bench._callgrind import count_in_checkout
+    from bench._callgrind import count_in_checkout, reported
 
     instructions, output = count_in_checkout(
         __file__, ["--inner", scenario, str(connections)], root
     )
-    read = re.search(r"read (\d+)", output)
-    if read is None:
-        raise SystemExit(f"no packet count in the output: {output[-500:]!r}")
+    read = reported(output, "read")
     expected = 0 if scenario == "connection" else connections
-    if int(read[1]) != expected:
-        raise SystemExit(f"{scenario}: read {int(read[1])} packets, expected {expected}")
+    if read != expected:
+        raise SystemExit(f"{scenario}: read {read} packets, expected {expected}")
     return instructions
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -107,15 +106,12 @@ def _count(root: Path, games: int, concurrency: int, relay: bool) -> tuple[int, 
     """(instructions, moves) of one run under callgrind, the code from checkout `root`."""
     # Here, not at the top: the inner run imports this file from `root`, which may predate
     # bench._callgrind.
-    from bench._callgrind import count_in_checkout
+    from bench._callgrind import count_in_checkout, reported
 
     arguments = ["--inner", str(games), "--concurrency", str(concurrency)]
     arguments += ["--relay"] if relay else []
     instructions, output = count_in_checkout(__file__, arguments, root, hash_seed=None)
-    moves = re.search(r"moves (\d+)", output)
-    if moves is None:
-        raise SystemExit(f"no move count in the output: {output[-500:]!r}")
-    return instructions, int(moves[1])
+    return instructions, reported(output, "moves")
 
 
 def main() -> None:
