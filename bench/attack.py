@@ -413,8 +413,17 @@ def log_entries(log: Path) -> list[dict[str, Any]]:
     return entries
 
 
-def listening_entry(log: Path) -> dict[str, Any]:
-    return next(entry for entry in log_entries(log) if entry.get("event") == "listening")
+def listening_entry(log: Path, *, wait_seconds: float = 10.0) -> dict[str, Any]:
+    """The server's "listening" line. The port accepts as soon as it listens, which can be
+    before the line is in the file: wait for it (bounded), then say what the log holds."""
+    give_up = time.monotonic() + wait_seconds
+    while True:
+        for entry in log_entries(log):
+            if entry.get("event") == "listening":
+                return entry
+        if time.monotonic() > give_up:
+            raise RuntimeError(f"no 'listening' line in {log} after {wait_seconds} s")
+        time.sleep(0.05)
 
 
 def refusals_in_log(entries: list[dict[str, Any]]) -> dict[str, int]:
