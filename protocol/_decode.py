@@ -240,9 +240,8 @@ _NUMBER_DIGITS = 9  # fewer than ten digits: `java_int`'s plain decimal case
 _MOVE_CLASS = b"move"  # an attribute value as any other: max_attribute_bytes applies
 
 
-@functools.lru_cache(maxsize=8)
-def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
-    """The pattern for `limits` (None: no shortcut, a move would break a limit)."""
+def _move_body(limits: ProtocolLimits) -> bytes | None:
+    """A move's packet for `limits` (None: no shortcut, a move would break a limit)."""
     if limits.max_depth < 3:  # <room>, <data>, <from>
         return None
     if limits.max_attribute_bytes < len(_MOVE_CLASS):
@@ -251,14 +250,63 @@ def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
     digits = min(_NUMBER_DIGITS, limits.max_attribute_bytes)
     number = rb"0|[1-9][0-9]{0,%d}" % (digits - 1)
     directions = b"|".join(direction.name.encode() for direction in Direction)
-    return re.compile(
-        _S
-        + rb'(?P<packet><room roomId="(?P<room>[A-Za-z0-9_.:-]{1,%d})">' % room_chars
+    return (
+        rb'<room roomId="(?P<room>[A-Za-z0-9_.:-]{1,%d})">' % room_chars
         + (_S + rb'<data class="' + _MOVE_CLASS + rb'">' + _S)
         + (rb'<from x="(?P<x>' + number + rb')" y="(?P<y>' + number + rb')"/>' + _S)
         + (rb"<direction>(?P<direction>" + directions + rb")</direction>" + _S)
-        + (rb"</data>" + _S + rb"</room>)" + _S)
+        + (rb"</data>" + _S + rb"</room>")
     )
+
+
+@functools.lru_cache(maxsize=8)
+def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
+    """The pattern for `limits` (None: no shortcut, a move would break a limit)."""
+    body = _move_body(limits)
+    return None if body is None else re.compile(_S + rb"(?P<packet>" + body + rb")" + _S)
+
+
+# A prepared game's player sends <joinPrepared> right after <protocol>: read the same way,
+# it and the moves after it never need a parser (PacketReader makes none until a packet
+# needs it). A reservation code is a UUID; other codes take the parser's way.
+_RESERVATION_CHARS = 64
+
+
+def _join_body(limits: ProtocolLimits) -> bytes:
+    # At depth 1 and with one attribute: only the attribute limit can refuse it.
+    chars = min(_RESERVATION_CHARS, limits.max_attribute_bytes)
+    return rb'<joinPrepared reservationCode="(?P<code>[A-Za-z0-9_.:-]{1,%d})"' % chars + (
+        _S + rb"/>"
+    )
+
+
+_NEVER = rb"(?!)"  # the branch of a packet without a shortcut: its groups exist, unmatched
+
+
+@functools.lru_cache(maxsize=16)
+def packet_pattern(limits: ProtocolLimits, moves: bool, joins: bool) -> re.Pattern[bytes] | None:
+    """The packets read without the parser under `limits`, in one pattern: a move (group
+    "move"), a `<joinPrepared>` ("join"). None: no shortcut at all."""
+    move = _move_body(limits) if moves else None
+    join = _join_body(limits) if joins else None
+    if move is None and join is None:
+        return None
+    return re.compile(
+        _S
+        + rb"(?P<packet>(?P<move>"
+        + (move or _NEVER)
+        + rb")|(?P<join>"
+        + (join or _NEVER)
+        + rb"))"
+        + _S
+    )
+
+
+def shortcut_packet(match: re.Match[bytes]) -> ClientPacket:
+    """The packet a match of `packet_pattern` holds."""
+    if match.start("move") >= 0:
+        return move_packet(match)
+    return JoinPrepared(match.group("code").decode("ascii"))
 
 
 # The moves and room ids `move_packet` read, by their bytes: a board has 100 fields and 8

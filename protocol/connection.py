@@ -11,8 +11,9 @@ from protocol._decode import (
     ServerDecoder,
     client_decoder,
     move_fields,
-    move_packet,
     move_packet_pattern,
+    packet_pattern,
+    shortcut_packet,
 )
 from protocol._reader import EndOfDocument, PacketReader
 from protocol._xml import render_standalone
@@ -74,6 +75,9 @@ class ServerConnection:
     # sixth of the server's time per move went to parsing it); tests switch it off to check
     # that it changes nothing.
     _move_shortcut: ClassVar[bool] = True
+    # So is a prepared game's <joinPrepared>: with it and the moves a player needs no
+    # parser at all (most of a connection's set-up was making one and parsing the join).
+    _join_shortcut: ClassVar[bool] = True
 
     def __init__(self, limits: ProtocolLimits | None = None) -> None:
         self.limits = limits or _DEFAULT_LIMITS
@@ -81,6 +85,7 @@ class ServerConnection:
         self._reader = PacketReader(self.limits, self._decoder.check_packet_name)
         self._writer = _Writer()
         self._move_pattern = move_packet_pattern(self.limits) if self._move_shortcut else None
+        self._packet_pattern = packet_pattern(self.limits, self._move_shortcut, self._join_shortcut)
 
     def receive_data(self, data: bytes) -> None:
         """Queue bytes from the peer; b"" means EOF (repeating it is harmless). Parsing
@@ -111,10 +116,10 @@ class ServerConnection:
         reader = self._reader
         if reader.starved:
             return NEED_DATA  # (after each packet: as below, without the look at everything)
-        if self._move_pattern is not None:
-            match = reader.take_whole(self._move_pattern)
+        if self._packet_pattern is not None:
+            match = reader.take_whole(self._packet_pattern)
             if match is not None:
-                return move_packet(match)
+                return shortcut_packet(match)
         try:
             element = reader.next_packet()
             if element is None:
