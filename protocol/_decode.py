@@ -234,7 +234,9 @@ def decode_move(data: Element, packet: str, reader: _Reader) -> Move:
 # groups hold. Anything else (other spacing inside tags, quotes, entities, more attributes,
 # an unknown direction, a number the decimal shortcut of `java_int` does not cover) does not
 # match and takes the parser's way, with its errors.
-_S = rb"[ \t\n]*"  # no CR: libxml2 counts a lone CR as a line, take_whole counts LFs
+_S = rb"[ \t\n]*+"  # no CR: libxml2 counts a lone CR as a line, take_whole counts LFs
+# Possessive: what follows one is never whitespace, and a chunk of spaces is not tried
+# at each of its positions.
 _ROOM_ID_CHARS = 200  # a room id is a UUID (36); longer ones take the parser's way
 _NUMBER_DIGITS = 9  # fewer than ten digits: `java_int`'s plain decimal case
 _MOVE_CLASS = b"move"  # an attribute value as any other: max_attribute_bytes applies
