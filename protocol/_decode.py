@@ -282,16 +282,58 @@ def _join_body(limits: ProtocolLimits) -> bytes:
     )
 
 
+# An admin's <prepare> as the official admin clients and `Prepare.node` lay it out: the
+# attributes gameType, pause, seed (each optional, in this order) and slots with
+# displayName, canTimeout and reserved (all three, in this order). A value is printable
+# ASCII without `"`, `&` and `<` (what the parser reads as it is: no entity, no newline it
+# would normalise, no encoding) and within max_attribute_bytes; a seed is a plain decimal
+# (`_seed` reads it as the parser path does). Anything else takes the parser's way.
+_VALUE_CHARS = rb"[ !#-%'-;=-~]"
+_SEED_DIGITS = 19
+
+
+def _value(limits: ProtocolLimits) -> bytes:
+    return _VALUE_CHARS + rb"{0,%d}" % limits.max_attribute_bytes
+
+
+def _slot(value: bytes) -> bytes:
+    names = (b"displayName", b"canTimeout", b"reserved")
+    return b"<slot" + b"".join(b' %s="%s"' % (name, value) for name in names) + b"/>"
+
+
+# A slot of the group "slots" of a `packet_pattern` match, which held only such slots (each
+# value checked there): here a value needs no bound.
+_SLOT: re.Pattern[bytes] = re.compile(_S + _slot(rb'([^"]*)'))
+
+
+def _prepare_body(limits: ProtocolLimits) -> bytes | None:
+    if limits.max_depth < 2:  # <prepare>, <slot>: the parser refuses a slot
+        return None
+    value = _value(limits)
+    seed = rb'(?=[^"]{0,%d}")-?[0-9]{1,%d}' % (limits.max_attribute_bytes, _SEED_DIGITS)
+    slot = _slot(value)
+    return (
+        rb"<prepare"
+        + (rb'(?: gameType="(?P<game>' + value + rb')")?')
+        + (rb'(?: pause="(?P<pause>' + value + rb')")?')
+        + (rb'(?: seed="(?P<seed>' + seed + rb')")?')
+        + (rb"(?:/>|>(?P<slots>(?:" + _S + slot + rb")*)" + _S + rb"</prepare>)")
+    )
+
+
 _NEVER = rb"(?!)"  # the branch of a packet without a shortcut: its groups exist, unmatched
 
 
 @functools.lru_cache(maxsize=16)
-def packet_pattern(limits: ProtocolLimits, moves: bool, joins: bool) -> re.Pattern[bytes] | None:
+def packet_pattern(
+    limits: ProtocolLimits, moves: bool, joins: bool, prepares: bool
+) -> re.Pattern[bytes] | None:
     """The packets read without the parser under `limits`, in one pattern: a move (group
-    "move"), a `<joinPrepared>` ("join"). None: no shortcut at all."""
+    "move"), a `<joinPrepared>` ("join"), a `<prepare>` ("prepare"). None: no shortcut."""
     move = _move_body(limits) if moves else None
     join = _join_body(limits) if joins else None
-    if move is None and join is None:
+    prepare = _prepare_body(limits) if prepares else None
+    if move is None and join is None and prepare is None:
         return None
     return re.compile(
         _S
@@ -299,6 +341,8 @@ def packet_pattern(limits: ProtocolLimits, moves: bool, joins: bool) -> re.Patte
         + (move or _NEVER)
         + rb")|(?P<join>"
         + (join or _NEVER)
+        + rb")|(?P<prepare>"
+        + (prepare or _NEVER)
         + rb"))"
         + _S
     )
@@ -308,7 +352,31 @@ def shortcut_packet(match: re.Match[bytes]) -> ClientPacket:
     """The packet a match of `packet_pattern` holds."""
     if match.start("move") >= 0:
         return move_packet(match)
-    return JoinPrepared(match.group("code").decode("ascii"))
+    if match.start("join") >= 0:
+        return JoinPrepared(match.group("code").decode("ascii"))
+    return prepare_packet(match)
+
+
+def prepare_packet(match: re.Match[bytes]) -> Prepare:
+    """What `ClientDecoder._prepare` reads from the `<prepare>` of a `packet_pattern` match:
+    the same conversions (java_bool, `_seed`) of the same strings."""
+    game, pause, seed = match.group("game", "pause", "seed")
+    slots = match.group("slots")
+    return Prepare(
+        game_type=None if game is None else game.decode("ascii"),
+        pause=java_bool(None if pause is None else pause.decode("ascii")),
+        slots=()
+        if not slots
+        else tuple(
+            SlotDescriptor(
+                display_name=name.decode("ascii"),
+                can_timeout=java_bool(timeout.decode("ascii")),
+                reserved=java_bool(reserved.decode("ascii")),
+            )
+            for name, timeout, reserved in _SLOT.findall(slots)
+        ),
+        seed=_seed(None if seed is None else seed.decode("ascii"), "<prepare>"),
+    )
 
 
 # The moves and room ids `move_packet` read, by their bytes: a board has 100 fields and 8

@@ -80,6 +80,8 @@ class ServerConnection:
     # So is a prepared game's <joinPrepared>: with it and the moves a player needs no
     # parser at all (most of a connection's set-up was making one and parsing the join).
     _join_shortcut: ClassVar[bool] = True
+    # And an admin's <prepare>, once per game.
+    _prepare_shortcut: ClassVar[bool] = True
 
     # The last limits' decoder and patterns, for the class they were made for: a server
     # makes every connection with one ProtocolLimits object, and the cached lookups by its
@@ -100,7 +102,9 @@ class ServerConnection:
                 type(self),
                 client_decoder(limits),
                 move_packet_pattern(limits) if self._move_shortcut else None,
-                packet_pattern(limits, self._move_shortcut, self._join_shortcut),
+                packet_pattern(
+                    limits, self._move_shortcut, self._join_shortcut, self._prepare_shortcut
+                ),
             )
         _, _, self._decoder, self._move_pattern, self._packet_pattern = made
         self._reader = PacketReader(limits, self._decoder.check_packet_name)

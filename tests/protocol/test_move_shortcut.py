@@ -30,6 +30,7 @@ class _Reference(ServerConnection):
 
     _move_shortcut = False
     _join_shortcut = False
+    _prepare_shortcut = False
 
 
 def _read_all(

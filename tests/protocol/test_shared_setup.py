@@ -30,6 +30,7 @@ def test_connections_with_equal_limits_share_one_decoder_and_keep_their_limits()
 class _NoShortcuts(ServerConnection):
     _move_shortcut = False
     _join_shortcut = False
+    _prepare_shortcut = False
 
 
 def test_the_last_limits_setup_is_reused_only_for_the_same_limits_and_class() -> None:
