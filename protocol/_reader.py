@@ -379,6 +379,15 @@ class _Framing:
             self._ended = True
 
 
+def _unraised(error: RemoteProtocolError) -> RemoteProtocolError:
+    """A copy of `error` without its traceback and context: the error kept to raise again
+    is never raised itself, so it holds no frame (a raised one would hold the reader's and
+    its connection's frames: a cycle only the garbage collector frees, two a game)."""
+    copy = RemoteProtocolError(error.message, eof=error.eof)
+    copy.__dict__.update(error.__dict__)
+    return copy
+
+
 def _excerpt(buffer: bytearray, pos: int) -> str:
     return repr(bytes(buffer[pos : pos + 20]))
 
@@ -522,12 +531,12 @@ class PacketReader:
 
     def fail(self, error: RemoteProtocolError) -> RemoteProtocolError:
         """Kill the stream now (queued packets are dropped) and return the error to raise:
-        `error`, or the one that killed it before."""
+        `error`, or (a copy of) the one that killed it before."""
         self._packets.clear()
         self._incoming.clear()
         if self._error is None:
-            self._error = error
-        return self._error
+            self._error = _unraised(error)
+        return _unraised(self._error)
 
     def next_packet(self) -> etree._Element | EndOfDocument | None:
         """The next completed packet, END_OF_DOCUMENT, or None when more bytes are needed."""
@@ -535,7 +544,7 @@ class PacketReader:
             if self._packets:
                 return self._packets.popleft()
             if self._error is not None:
-                raise self._error
+                raise _unraised(self._error)
             if not self._incoming:
                 return None
             pending = self._incoming.popleft()
@@ -552,7 +561,7 @@ class PacketReader:
                 # Packets completed before the error still count, as they do officially:
                 # they stay queued ahead of it.
                 self._incoming.clear()
-                self._error = error
+                self._error = _unraised(error)
 
     def take_whole(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
         """A shortcut for the commonest packets: if the next queued chunk is exactly one
