@@ -641,7 +641,7 @@ class PacketReader:
             self._consume(chunk[:end])
         except RemoteProtocolError as error:  # (a plain opening is none: as in next_packet)
             self._incoming.clear()
-            self._error = error
+            self._error = _unraised(error)
             return None
         return rest
 
