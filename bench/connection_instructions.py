@@ -5,7 +5,8 @@
 moves there and lost in their noise. Here the sans-IO `ServerConnection` alone reads, once
 per connection, the chunk the server's clients send first: nothing (`connection`: made
 only), `<protocol>` with a prepared game's `<joinPrepared>` (`join`), or `<protocol>` with
-a `<prepare>` of two slots (`prepare`); then the end of the stream. The count is
+a `<prepare>` of two slots (`prepare`), or with four such prepares in the one chunk, as an
+admin's batch may arrive (`batch`); then the end of the stream. The count is
 (instructions(long) - instructions(short)) / (connections difference), PYTHONHASHSEED
 fixed, the code from the checkout on PYTHONPATH (only the public protocol API is used, so
 any checkout that has it can be counted).
@@ -21,7 +22,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-SCENARIOS = ("connection", "join", "prepare")
+SCENARIOS = ("connection", "join", "prepare", "batch")
+BATCH = 4  # the prepares of `batch`
 
 
 def _inner(scenario: str, connections: int) -> None:
@@ -34,7 +36,10 @@ def _inner(scenario: str, connections: int) -> None:
         first = client.send(JoinPrepared("0b7e6c2a-5f3d-4e8a-9c1b-2d4f6a8e0c13"))
     else:
         slots = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
-        first = client.send(Prepare("swc_2026_piranhas", False, slots, seed=2026))
+        prepare = Prepare("swc_2026_piranhas", False, slots, seed=2026)
+        first = client.send(prepare)
+        if scenario == "batch":
+            first += b"".join(client.send(prepare) for _ in range(BATCH - 1))
     limits = ProtocolLimits(max_packet_bytes=65536)  # as the server makes them, once
     read = 0
     for _ in range(connections):
@@ -60,7 +65,7 @@ def _count(root: Path, scenario: str, connections: int) -> int:
         __file__, ["--inner", scenario, str(connections)], root
     )
     read = reported(output, "read")
-    expected = 0 if scenario == "connection" else connections
+    expected = {"connection": 0, "batch": BATCH}.get(scenario, 1) * connections
     if read != expected:
         raise SystemExit(f"{scenario}: read {read} packets, expected {expected}")
     return instructions

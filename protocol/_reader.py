@@ -564,10 +564,12 @@ class PacketReader:
                 self._error = _unraised(error)
 
     def take_whole(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
-        """A shortcut for the commonest packets: if the next queued chunk is exactly one
-        packet that `pattern` fullmatches, with only text after it (the pattern's group
-        "packet" ends where the packet does), take the chunk and return the match; libxml2
-        never sees it. Otherwise (None) nothing changed: `next_packet` reads it as usual.
+        """A shortcut for the commonest packets: if the next queued chunk begins with one
+        packet that `pattern` matches, with only text after it up to the match's end (the
+        pattern's group "packet" ends where the packet does), take those bytes and return
+        the match; libxml2 never sees them, and the rest of the chunk (packets sent
+        together: an admin's batch of prepares) stays queued, which changes only the
+        chunking. Otherwise (None) nothing changed: `next_packet` reads it as usual.
 
         Only for a pattern that matches nothing but plain ASCII elements no limit can refuse
         (no entities, namespaces or comments, nesting within the limit): the packet must
@@ -591,17 +593,26 @@ class PacketReader:
             or not self._framing.idle
         ):
             return None
-        match = pattern.fullmatch(chunk)
-        if match is None or not self._framing.skip_packet(match.end("packet"), len(chunk)):
+        match = pattern.match(chunk)
+        if match is None:
             return None
-        self._incoming.popleft()
-        self._skip(chunk)
+        end = match.end()
+        if not self._framing.skip_packet(match.end("packet"), end):
+            return None
+        if end == len(chunk):
+            self._incoming.popleft()
+            self._skip(chunk)
+        else:
+            # (A copy of the rest each time: at most a slice's bytes a packet, far less than
+            # the parser would have spent on the packet.)
+            self._incoming[0] = chunk[end:]
+            self._skip(chunk[:end])
         return match
 
     def take_arriving(self, data: bytes, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
         """`feed(data)` then `take_whole(pattern)` in one call when nothing is queued (once
         per move: the chunk is never queued): the match, `data` taken; None, and nothing
-        changed (the caller feeds `data`), where `take_whole` would not take it (or `feed`
+        changed (the caller feeds `data`), where `take_whole` would not take it whole (or `feed`
         would not queue it: the end of the stream, or after it)."""
         if (
             self._incoming

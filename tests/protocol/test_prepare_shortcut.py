@@ -9,8 +9,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine import Direction, Move
 from protocol import ClientConnection, ProtocolLimits, ServerConnection
-from protocol.events import Authenticate, Prepare, SlotDescriptor
+from protocol.events import (
+    Authenticate,
+    CloseRequest,
+    JoinPrepared,
+    MovePacket,
+    Prepare,
+    SlotDescriptor,
+)
 from tests.protocol.test_move_shortcut import _read_all, _Reference
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -266,3 +274,34 @@ def streams(draw: st.DrawFn) -> list[bytes]:
 @given(streams(), limits)
 def test_streams_with_prepares_read_alike(chunks: list[bytes], limit: ProtocolLimits) -> None:
     _alike(chunks, limit)
+
+
+def test_prepares_sent_together_are_taken_one_by_one_without_the_parser() -> None:
+    """An admin's batch arrives as one chunk: each usual packet at its start is taken, the
+    rest stays queued; an unusual one in the batch goes to the parser, in its place."""
+    batch = [Prepare("g", False, SLOTS, seed=seed) for seed in range(5)]
+    chunks = _rendered(*batch)
+    together = [chunks[0], b"".join(chunks[1:])]
+    read = _taken(together)
+    assert read == _alike(together)
+    assert read[1:6] == batch
+    unusual = b"\n  <prepare gameType='g'/>"
+    mixed = [chunks[0], chunks[1] + unusual + chunks[2] + b"\n  <close/>" + chunks[3]]
+    read = _alike(mixed)
+    assert read[1:5] == [batch[0], Prepare("g"), batch[1], CloseRequest()]
+    # Together with the opening, and split anywhere: the same.
+    data = b"".join(chunks)
+    for cut in range(0, len(data), 7):
+        _alike([data[:cut], data[cut:]])
+    _alike([data], ProtocolLimits(max_packet_bytes=130))
+
+
+@pytest.mark.parametrize("limit", [ProtocolLimits(), ProtocolLimits(max_packet_bytes=120)])
+def test_several_packets_in_one_chunk_read_alike(limit: ProtocolLimits) -> None:
+    client = ClientConnection()
+    join = client.send(JoinPrepared("abc"))
+    moves = [client.send(MovePacket("r", Move(i, 2, Direction.LEFT))) for i in range(4)]
+    broken = b"\n  <room roomId='r'><data></dat></room>"
+    _alike([join + b"".join(moves) + broken], limit)
+    _alike([join, b"".join(moves) + b"\n  \x01" + moves[0]], limit)
+    _alike([join, moves[0] + b"   \n\t" + moves[1] + b"<room", b' roomId="r"/>'], limit)
