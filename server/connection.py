@@ -81,7 +81,7 @@ class Connection:
 
     def __init__(
         self,
-        stream: trio.abc.Stream,
+        stream: trio.abc.Stream | None,
         lobby: Lobby,
         settings: Settings,
         name: str = "",
@@ -92,7 +92,11 @@ class Connection:
     ) -> None:
         self.name = f"{name or 'client'}#{next(_numbers)}"
         self.address = address  # remote host: failed admin logins are counted per address
-        self._transport = transport if transport is not None else transport_for(stream)
+        if transport is None:
+            if stream is None:
+                raise TypeError("a Connection needs a stream or a transport")
+            transport = transport_for(stream)
+        self._transport = transport  # (the server passes a socket's transport, no stream)
         self._lobby = lobby
         self._settings = settings
         self._protocol = ServerConnection(_limits(settings.max_packet_bytes))

@@ -401,6 +401,31 @@ async def test_socket_transport_stamps_bytes_with_their_arrival(by_listener: boo
     await listeners[0].aclose()
 
 
+async def test_socket_transport_of_an_accepted_stdlib_socket() -> None:
+    # The server's own accept (server/app.py) gives the transport a non-blocking stdlib
+    # socket, which the transport owns: it reads, writes and closes it.
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        client = await trio.open_tcp_stream("127.0.0.1", listening.getsockname()[1])
+        accepted, _ = listening.accept()
+    accepted.setblocking(False)
+    transport = SocketTransport(accepted)
+    with trio.fail_after(5):
+        await client.send_all(b"<protocol>")
+        assert (await transport.receive())[0] == b"<protocol>"
+        assert transport.try_write(b"<joined/>") == len(b"<joined/>")
+        await transport.send_all(b"</protocol>")
+        assert await client.receive_some(100) == b"<joined/></protocol>"
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await transport.aclose()  # closes even when cancelled, and does not raise
+        assert not scope.cancelled_caught
+        assert accepted.fileno() == -1
+        await _drain(client)
+    await client.aclose()
+
+
 async def test_socket_transport_closes_at_once_even_when_cancelled() -> None:
     # A server stop cancels the connections: their close must still happen, and not raise
     # (a connection's clean-up runs it in a `finally`).
