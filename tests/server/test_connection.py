@@ -339,6 +339,28 @@ async def test_a_connection_cancelled_from_outside_leaves_the_lobby(
     assert result.reason == "ONE hat das Spiel verlassen: INITIATED_DISCONNECT"
 
 
+async def test_a_connection_closed_before_its_run_ends_at_once(
+    make_harness: HarnessFactory,
+) -> None:
+    # The server may close a connection it admitted before its task ran (a shutdown right
+    # after the accept): the read loop starts stopped, the stream ends, the lobby forgets it.
+    harness: Harness = await make_harness()
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    client = RawClient(client_stream)
+    async with trio.open_nursery() as nursery:
+        spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
+        connection = Connection(
+            server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
+        )
+        connection.close()
+        ended: list[Exception | None] = []
+        nursery.start_soon(connection.run, ended.append)
+        await client.send(Join())  # never read
+        await client.expect_closed()
+    assert ended == [None]
+    assert connection not in harness.lobby._members
+
+
 # ---------------------------------------------------------------- transports
 
 
