@@ -5,7 +5,7 @@ connections with their `<protocol>` and `<joinPrepared>`, the start, the result,
 `bench.server_instructions` counts the server and the clients in one process, per move; a
 game's set-up and end are spread over its ~58 moves there and lost in that count's noise
 (±4k a move, ±240k a game). Here the server (`python -m cli.server` as the real one runs,
-logging json at info into a file) runs alone under `valgrind --tool=callgrind`, PYTHONHASHSEED
+logging at info into a file) runs alone under `valgrind --tool=callgrind`, PYTHONHASHSEED
 fixed; this process plays `GAMES` prepared games of `bench.server`'s first-legal-move clients
 against it, one game at a time (no batching of several games' packets in one wake-up, which
 would move the count with the timing), then stops it with SIGINT. Every game is played on
@@ -66,12 +66,16 @@ def _count(root: Path, games: int) -> tuple[int, int]:
         (workdir / "server.properties").write_text(f"password={PASSWORD}\n", encoding="utf-8")
         # Move timeouts far beyond any run: under callgrind a move can take a second.
         port = _free_port()
-        arguments = ["--port", str(port), "--log-format", "json"]
+        arguments = ["--port", str(port)]
         arguments += ["--soft-timeout", "3600", "--hard-timeout", "7200"]
         command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
         command += [sys.executable, "-m", "cli.server", *arguments]
         environment = dict(os.environ, PYTHONPATH=str(root), PYTHONHASHSEED="0")
+        # The server's log (its stderr) into a file, as a real server's; valgrind's own
+        # report (the count) into another. (A pipe would fill up and stop the server.)
         log = workdir / "server.log"
+        report = workdir / "callgrind.log"
+        command.insert(1, f"--log-file={report}")
         with (
             log.open("wb") as log_file,
             subprocess.Popen(
@@ -80,7 +84,7 @@ def _count(root: Path, games: int) -> tuple[int, int]:
                 env=environment,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
-                stderr=subprocess.PIPE,
+                stderr=log_file,
             ) as server,
         ):
             try:
@@ -88,10 +92,11 @@ def _count(root: Path, games: int) -> tuple[int, int]:
                 moves = trio.run(_play_games, port, games)
             finally:
                 server.send_signal(signal.SIGINT)
-                _, stderr = server.communicate(timeout=600)
-    collected = _COLLECTED.search(stderr)
+                server.wait(timeout=600)
+        output = report.read_bytes()
+    collected = _COLLECTED.search(output)
     if collected is None:
-        raise SystemExit(f"no count in the output: {stderr[-500:]!r}")
+        raise SystemExit(f"no count in the output: {output[-500:]!r}")
     return int(collected[1]), moves
 
 
