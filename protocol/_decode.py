@@ -234,15 +234,16 @@ def decode_move(data: Element, packet: str, reader: _Reader) -> Move:
 # groups hold. Anything else (other spacing inside tags, quotes, entities, more attributes,
 # an unknown direction, a number the decimal shortcut of `java_int` does not cover) does not
 # match and takes the parser's way, with its errors.
-_S = rb"[ \t\n]*"  # no CR: libxml2 counts a lone CR as a line, take_whole counts LFs
+_S = rb"[ \t\n]*+"  # no CR: libxml2 counts a lone CR as a line, take_whole counts LFs
+# Possessive: what follows one is never whitespace, and a chunk of spaces is not tried
+# at each of its positions.
 _ROOM_ID_CHARS = 200  # a room id is a UUID (36); longer ones take the parser's way
 _NUMBER_DIGITS = 9  # fewer than ten digits: `java_int`'s plain decimal case
 _MOVE_CLASS = b"move"  # an attribute value as any other: max_attribute_bytes applies
 
 
-@functools.lru_cache(maxsize=8)
-def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
-    """The pattern for `limits` (None: no shortcut, a move would break a limit)."""
+def _move_body(limits: ProtocolLimits) -> bytes | None:
+    """A move's packet for `limits` (None: no shortcut, a move would break a limit)."""
     if limits.max_depth < 3:  # <room>, <data>, <from>
         return None
     if limits.max_attribute_bytes < len(_MOVE_CLASS):
@@ -251,13 +252,130 @@ def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
     digits = min(_NUMBER_DIGITS, limits.max_attribute_bytes)
     number = rb"0|[1-9][0-9]{0,%d}" % (digits - 1)
     directions = b"|".join(direction.name.encode() for direction in Direction)
-    return re.compile(
-        _S
-        + rb'(?P<packet><room roomId="(?P<room>[A-Za-z0-9_.:-]{1,%d})">' % room_chars
+    return (
+        rb'<room roomId="(?P<room>[A-Za-z0-9_.:-]{1,%d})">' % room_chars
         + (_S + rb'<data class="' + _MOVE_CLASS + rb'">' + _S)
         + (rb'<from x="(?P<x>' + number + rb')" y="(?P<y>' + number + rb')"/>' + _S)
         + (rb"<direction>(?P<direction>" + directions + rb")</direction>" + _S)
-        + (rb"</data>" + _S + rb"</room>)" + _S)
+        + (rb"</data>" + _S + rb"</room>")
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def move_packet_pattern(limits: ProtocolLimits) -> re.Pattern[bytes] | None:
+    """The pattern for `limits` (None: no shortcut, a move would break a limit)."""
+    body = _move_body(limits)
+    return None if body is None else re.compile(_S + rb"(?P<packet>" + body + rb")" + _S)
+
+
+# A prepared game's player sends <joinPrepared> right after <protocol>: read the same way,
+# it and the moves after it never need a parser (PacketReader makes none until a packet
+# needs it). A reservation code is a UUID; other codes take the parser's way.
+_RESERVATION_CHARS = 64
+
+
+def _join_body(limits: ProtocolLimits) -> bytes:
+    # At depth 1 and with one attribute: only the attribute limit can refuse it.
+    chars = min(_RESERVATION_CHARS, limits.max_attribute_bytes)
+    return rb'<joinPrepared reservationCode="(?P<code>[A-Za-z0-9_.:-]{1,%d})"' % chars + (
+        _S + rb"/>"
+    )
+
+
+# An admin's <prepare> as the official admin clients and `Prepare.node` lay it out: the
+# attributes gameType, pause, seed (each optional, in this order) and slots with
+# displayName, canTimeout and reserved (all three, in this order). A value is printable
+# ASCII without `"`, `&` and `<` (what the parser reads as it is: no entity, no newline it
+# would normalise, no encoding) and within max_attribute_bytes; a seed is a plain decimal
+# (`_seed` reads it as the parser path does). Anything else takes the parser's way.
+_VALUE_CHARS = rb"[ !#-%'-;=-~]"
+_SEED_DIGITS = 19
+
+
+def _value(limits: ProtocolLimits) -> bytes:
+    return _VALUE_CHARS + rb"{0,%d}" % limits.max_attribute_bytes
+
+
+def _slot(value: bytes) -> bytes:
+    names = (b"displayName", b"canTimeout", b"reserved")
+    return b"<slot" + b"".join(b' %s="%s"' % (name, value) for name in names) + b"/>"
+
+
+# A slot of the group "slots" of a `packet_pattern` match, which held only such slots (each
+# value checked there): here a value needs no bound.
+_SLOT: re.Pattern[bytes] = re.compile(_S + _slot(rb'([^"]*)'))
+
+
+def _prepare_body(limits: ProtocolLimits) -> bytes | None:
+    if limits.max_depth < 2:  # <prepare>, <slot>: the parser refuses a slot
+        return None
+    value = _value(limits)
+    seed = rb'(?=[^"]{0,%d}")-?[0-9]{1,%d}' % (limits.max_attribute_bytes, _SEED_DIGITS)
+    slot = _slot(value)
+    return (
+        rb"<prepare"
+        + (rb'(?: gameType="(?P<game>' + value + rb')")?')
+        + (rb'(?: pause="(?P<pause>' + value + rb')")?')
+        + (rb'(?: seed="(?P<seed>' + seed + rb')")?')
+        + (rb"(?:/>|>(?P<slots>(?:" + _S + slot + rb")*)" + _S + rb"</prepare>)")
+    )
+
+
+_NEVER = rb"(?!)"  # the branch of a packet without a shortcut: its groups exist, unmatched
+
+
+@functools.lru_cache(maxsize=16)
+def packet_pattern(
+    limits: ProtocolLimits, moves: bool, joins: bool, prepares: bool
+) -> re.Pattern[bytes] | None:
+    """The packets read without the parser under `limits`, in one pattern: a move (group
+    "move"), a `<joinPrepared>` ("join"), a `<prepare>` ("prepare"). None: no shortcut."""
+    move = _move_body(limits) if moves else None
+    join = _join_body(limits) if joins else None
+    prepare = _prepare_body(limits) if prepares else None
+    if move is None and join is None and prepare is None:
+        return None
+    return re.compile(
+        _S
+        + rb"(?P<packet>(?P<move>"
+        + (move or _NEVER)
+        + rb")|(?P<join>"
+        + (join or _NEVER)
+        + rb")|(?P<prepare>"
+        + (prepare or _NEVER)
+        + rb"))"
+        + _S
+    )
+
+
+def shortcut_packet(match: re.Match[bytes]) -> ClientPacket:
+    """The packet a match of `packet_pattern` holds."""
+    if match.start("move") >= 0:
+        return move_packet(match)
+    if match.start("join") >= 0:
+        return JoinPrepared(match.group("code").decode("ascii"))
+    return prepare_packet(match)
+
+
+def prepare_packet(match: re.Match[bytes]) -> Prepare:
+    """What `ClientDecoder._prepare` reads from the `<prepare>` of a `packet_pattern` match:
+    the same conversions (java_bool, `_seed`) of the same strings."""
+    game, pause, seed = match.group("game", "pause", "seed")
+    slots = match.group("slots")
+    return Prepare(
+        game_type=None if game is None else game.decode("ascii"),
+        pause=java_bool(None if pause is None else pause.decode("ascii")),
+        slots=()
+        if not slots
+        else tuple(
+            SlotDescriptor(
+                display_name=name.decode("ascii"),
+                can_timeout=java_bool(timeout.decode("ascii")),
+                reserved=java_bool(reserved.decode("ascii")),
+            )
+            for name, timeout, reserved in _SLOT.findall(slots)
+        ),
+        seed=_seed(None if seed is None else seed.decode("ascii"), "<prepare>"),
     )
 
 

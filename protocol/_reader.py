@@ -93,6 +93,16 @@ _TAG_PROGRESS: Final = re.compile(rb"[>\"'=]")
 # `take_whole` hands the whitespace of this many skipped lines to the parser at once.
 _MAX_SKIPPED_LINES: Final = 4096
 _FOREIGN_ENCODING: Final = re.compile(rb"encoding\s*=\s*[\"'](?!(?i:utf-8|us-ascii)[\"'])")
+# A prolog libxml2 reads without a word (a BOM, `<?xml version="1.0"?>` with at most a UTF-8
+# encoding, whitespace): before it a shortcut may take packets with no parser made, which
+# would otherwise have reported anything unusual there first.
+_PLAIN_PROLOG: Final = (
+    rb"(?:\xef\xbb\xbf)?"
+    rb"(?:<\?xml version=(?:\"1\.0\"|'1\.0')(?: encoding=(?:\"(?i:utf-8)\"|'(?i:utf-8)'))?\?>)?"
+    rb"[ \t\r\n]*"
+)
+_PLAIN_PROLOG_AT: Final = re.compile(_PLAIN_PROLOG)
+_PLAIN_OPENING: Final = re.compile(_PLAIN_PROLOG + rb"<protocol>")
 
 
 def _strip_namespaces(packet: etree._Element) -> None:
@@ -369,6 +379,15 @@ class _Framing:
             self._ended = True
 
 
+def _unraised(error: RemoteProtocolError) -> RemoteProtocolError:
+    """A copy of `error` without its traceback and context: the error kept to raise again
+    is never raised itself, so it holds no frame (a raised one would hold the reader's and
+    its connection's frames: a cycle only the garbage collector frees, two a game)."""
+    copy = RemoteProtocolError(error.message, eof=error.eof)
+    copy.__dict__.update(error.__dict__)
+    return copy
+
+
 def _excerpt(buffer: bytearray, pos: int) -> str:
     return repr(bytes(buffer[pos : pos + 20]))
 
@@ -477,6 +496,7 @@ class PacketReader:
         self._eof = False
         self._error: RemoteProtocolError | None = None
         self._ascii = False  # the document's bytes are ASCII-compatible (known after the prolog)
+        self._plain_prolog = False  # _PLAIN_PROLOG (known after the prolog)
         # What `take_whole` took, as libxml2 counts positions: newlines, then columns after
         # the last. Their whitespace goes to the parser before its next bytes, so the line
         # and column in its error messages are those of the whole stream.
@@ -511,12 +531,12 @@ class PacketReader:
 
     def fail(self, error: RemoteProtocolError) -> RemoteProtocolError:
         """Kill the stream now (queued packets are dropped) and return the error to raise:
-        `error`, or the one that killed it before."""
+        `error`, or (a copy of) the one that killed it before."""
         self._packets.clear()
         self._incoming.clear()
         if self._error is None:
-            self._error = error
-        return self._error
+            self._error = _unraised(error)
+        return _unraised(self._error)
 
     def next_packet(self) -> etree._Element | EndOfDocument | None:
         """The next completed packet, END_OF_DOCUMENT, or None when more bytes are needed."""
@@ -524,7 +544,7 @@ class PacketReader:
             if self._packets:
                 return self._packets.popleft()
             if self._error is not None:
-                raise self._error
+                raise _unraised(self._error)
             if not self._incoming:
                 return None
             pending = self._incoming.popleft()
@@ -541,7 +561,7 @@ class PacketReader:
                 # Packets completed before the error still count, as they do officially:
                 # they stay queued ahead of it.
                 self._incoming.clear()
-                self._error = error
+                self._error = _unraised(error)
 
     def take_whole(self, pattern: re.Pattern[bytes]) -> re.Match[bytes] | None:
         """A shortcut for the commonest packets: if the next queued chunk is exactly one
@@ -553,18 +573,23 @@ class PacketReader:
         (no entities, namespaces or comments, nesting within the limit): the packet must
         read exactly as the parser would read it. Taken only where nothing is unfinished,
         in the parser or the framing, so the order of packets and the byte limit hold."""
-        if (
-            self._packets
-            or self._error is not None
-            or not self._incoming
-            or self._parser is None
-            or self._depth != 1
-            or not self._ascii
-            or not self._framing.idle
-        ):
+        if self._packets or self._error is not None or not self._incoming:
             return None
         chunk = self._incoming[0]
         if type(chunk) is not bytes or len(chunk) > self._slice:
+            return None
+        if self._prolog is not None:
+            rest = self._open(chunk)
+            if rest is None:
+                return None
+            chunk = rest
+        if (
+            # No parser yet: it holds back a plain prolog and <protocol> (the framing is
+            # idle only after the root start tag, and any other root makes the parser).
+            (self._depth != 1 if self._parser is not None else not self._plain_prolog)
+            or not self._ascii
+            or not self._framing.idle
+        ):
             return None
         match = pattern.fullmatch(chunk)
         if match is None or not self._framing.skip_packet(match.end("packet"), len(chunk)):
@@ -583,8 +608,8 @@ class PacketReader:
             or self._packets
             or self._error is not None
             or self._eof
-            or self._parser is None
-            or self._depth != 1
+            # (As in take_whole.)
+            or (self._depth != 1 if self._parser is not None else not self._plain_prolog)
             or not self._ascii
             or not self._framing.idle
             or not data
@@ -598,6 +623,28 @@ class PacketReader:
         self._skip(data)
         return match
 
+    def _open(self, chunk: bytes) -> bytes | None:
+        """Before the root: if the queued `chunk` begins the stream with a plain opening
+        (`_PLAIN_OPENING`) and goes on, read the opening alone and leave the rest queued,
+        for `take_whole` (returned; None: nothing changed). Only the chunking changes: the
+        parser, made later, sees the same bytes. (`take_whole` checked the rest: no error,
+        nothing parsed waiting, a chunk within a slice.)"""
+        prolog = self._prolog
+        if prolog is None or prolog.buffer:
+            return None
+        opening = _PLAIN_OPENING.match(chunk)
+        if opening is None or opening.end() == len(chunk):
+            return None
+        end = opening.end()
+        rest = self._incoming[0] = chunk[end:]
+        try:
+            self._consume(chunk[:end])
+        except RemoteProtocolError as error:  # (a plain opening is none: as in next_packet)
+            self._incoming.clear()
+            self._error = _unraised(error)
+            return None
+        return rest
+
     def _skip(self, chunk: bytes) -> None:
         """Count the positions of a chunk the shortcut took, for the parser's messages."""
         lines = chunk.count(b"\n")
@@ -605,7 +652,9 @@ class PacketReader:
             self._skipped_lines += lines
             self._skipped_columns = len(chunk) - chunk.rfind(b"\n") - 1
             if self._skipped_lines > _MAX_SKIPPED_LINES:
-                self._feed(b"")  # bounded: the whitespace stays small, and is dropped
+                # Bounded: the whitespace stays small, and is dropped (a parser is made for
+                # it if there was none: libxml2 must count these lines).
+                self._feed(b"", force=True)
                 if self._root is not None:
                     self._root.text = None
         else:
@@ -624,6 +673,7 @@ class PacketReader:
             chunk = bytes(prolog.buffer)
             root_at = prolog.root_at
             self._ascii = _FOREIGN_ENCODING.search(chunk, 0, root_at) is None
+            self._plain_prolog = _PLAIN_PROLOG_AT.fullmatch(chunk, 0, root_at) is not None
             self._prolog = None
             self._root_at = root_at
             self._unparsed = bytearray()
@@ -660,7 +710,8 @@ class PacketReader:
     def _feed(self, chunk: bytes, *, force: bool = False) -> None:
         parser = self._parser
         if self._skipped_lines or self._skipped_columns:
-            # `take_whole` only runs with a parser: the shortcut's bytes, as whitespace.
+            # The shortcut's bytes, as whitespace (after <protocol> if the parser is made
+            # only now).
             chunk = b"\n" * self._skipped_lines + b" " * self._skipped_columns + chunk
             self._skipped_lines = self._skipped_columns = 0
         if parser is None:

@@ -4,15 +4,18 @@ bytes out. Nothing here touches sockets or clocks."""
 from __future__ import annotations
 
 import enum
+import re
 from typing import ClassVar, Final
 
 from engine.types import Move
 from protocol._decode import (
+    ClientDecoder,
     ServerDecoder,
     client_decoder,
     move_fields,
-    move_packet,
     move_packet_pattern,
+    packet_pattern,
+    shortcut_packet,
 )
 from protocol._reader import EndOfDocument, PacketReader
 from protocol._xml import render_standalone
@@ -74,13 +77,38 @@ class ServerConnection:
     # sixth of the server's time per move went to parsing it); tests switch it off to check
     # that it changes nothing.
     _move_shortcut: ClassVar[bool] = True
+    # So is a prepared game's <joinPrepared>: with it and the moves a player needs no
+    # parser at all (most of a connection's set-up was making one and parsing the join).
+    _join_shortcut: ClassVar[bool] = True
+    # And an admin's <prepare>, once per game.
+    _prepare_shortcut: ClassVar[bool] = True
+
+    # The last limits' decoder and patterns, for the class they were made for: a server
+    # makes every connection with one ProtocolLimits object, and the cached lookups by its
+    # value (a hash of the dataclass each) cost a few thousand instructions a connection.
+    _made: ClassVar[
+        tuple[
+            ProtocolLimits, type, ClientDecoder, re.Pattern[bytes] | None, re.Pattern[bytes] | None
+        ]
+        | None
+    ] = None
 
     def __init__(self, limits: ProtocolLimits | None = None) -> None:
-        self.limits = limits or _DEFAULT_LIMITS
-        self._decoder = client_decoder(self.limits)
-        self._reader = PacketReader(self.limits, self._decoder.check_packet_name)
+        limits = self.limits = limits or _DEFAULT_LIMITS
+        made = ServerConnection._made
+        if made is None or made[0] is not limits or made[1] is not type(self):
+            made = ServerConnection._made = (
+                limits,
+                type(self),
+                client_decoder(limits),
+                move_packet_pattern(limits) if self._move_shortcut else None,
+                packet_pattern(
+                    limits, self._move_shortcut, self._join_shortcut, self._prepare_shortcut
+                ),
+            )
+        _, _, self._decoder, self._move_pattern, self._packet_pattern = made
+        self._reader = PacketReader(limits, self._decoder.check_packet_name)
         self._writer = _Writer()
-        self._move_pattern = move_packet_pattern(self.limits) if self._move_shortcut else None
 
     def receive_data(self, data: bytes) -> None:
         """Queue bytes from the peer; b"" means EOF (repeating it is harmless). Parsing
@@ -111,10 +139,10 @@ class ServerConnection:
         reader = self._reader
         if reader.starved:
             return NEED_DATA  # (after each packet: as below, without the look at everything)
-        if self._move_pattern is not None:
-            match = reader.take_whole(self._move_pattern)
+        if self._packet_pattern is not None:
+            match = reader.take_whole(self._packet_pattern)
             if match is not None:
-                return move_packet(match)
+                return shortcut_packet(match)
         try:
             element = reader.next_packet()
             if element is None:

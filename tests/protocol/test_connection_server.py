@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
 from engine import Direction, Move
@@ -363,10 +366,39 @@ def test_after_an_error_the_stream_is_dead() -> None:
         conn.next_event()
     with pytest.raises(RemoteProtocolError) as second:
         conn.next_event()
-    assert second.value is first.value
+    assert (second.value.message, second.value.eof) == (first.value.message, first.value.eof)
     conn.receive_data(b"<join/>")
     with pytest.raises(RemoteProtocolError):
         conn.next_event()
+
+
+@pytest.mark.parametrize(
+    ("data", "eof"),
+    [(b"<protocol><join/><yarr/>", False), (b"<protocol><join/><join", True)],
+    ids=["broken", "ended early"],
+)
+def test_a_dead_stream_is_freed_without_the_garbage_collector(data: bytes, eof: bool) -> None:
+    """The error kept to raise again holds no frames: a connection whose stream broke or
+    ended early (every bot that closes without </protocol>) goes with its last reference,
+    not with the collector's next pass (a cycle through the reader's frames otherwise)."""
+    gc.disable()
+    try:
+        conn = Conn()
+        conn.receive_data(data)
+        if eof:
+            conn.receive_data(b"")
+        assert conn.next_event() == Join(None)
+        for _ in range(2):
+            with pytest.raises(RemoteProtocolError) as error:
+                conn.next_event()
+            assert error.value.eof is eof
+            assert error.value.__traceback__ is not None
+        del error
+        alive = weakref.ref(conn)
+        del conn
+        assert alive() is None
+    finally:
+        gc.enable()
 
 
 def test_packets_before_broken_xml_in_the_same_chunk_are_still_delivered() -> None:

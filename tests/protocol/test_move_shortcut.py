@@ -26,9 +26,11 @@ PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 
 
 class _Reference(ServerConnection):
-    """The server side without the shortcut: every packet through the parser."""
+    """The server side without the shortcuts: every packet through the parser."""
 
     _move_shortcut = False
+    _join_shortcut = False
+    _prepare_shortcut = False
 
 
 def _read_all(
