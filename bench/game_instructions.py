@@ -4,9 +4,10 @@ connections with their `<protocol>` and `<joinPrepared>`, the start, the result,
 
 `bench.server_instructions` counts the server and the clients in one process, per move; a
 game's set-up and end are spread over its ~58 moves there and lost in that count's noise
-(±4k a move, ±240k a game). Here the server (`python -m cli.server` as the real one runs,
-logging at info into a file) runs alone under `valgrind --tool=callgrind`, PYTHONHASHSEED
-fixed; this process plays `GAMES` prepared games of `bench.server`'s first-legal-move clients
+(±4k a move, ±240k a game). Here the server (`cli.server`'s main, as the real one runs,
+logging at info into a file) runs alone under `valgrind --tool=callgrind`, PYTHONHASHSEED,
+the log flusher's wake-ups and trio's task shuffling fixed as in `bench.server_instructions`;
+this process plays `GAMES` prepared games of `bench.server`'s first-legal-move clients
 against it, one game at a time (no batching of several games' packets in one wake-up, which
 would move the count with the timing), then stops it with SIGINT. Every game is played on
 the relay's board, so every run and checkout plays the same games. The count is
@@ -69,7 +70,15 @@ def _count(root: Path, games: int) -> tuple[int, int]:
         arguments = ["--port", str(port)]
         arguments += ["--soft-timeout", "3600", "--hard-timeout", "7200"]
         command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
-        command += [sys.executable, "-m", "cli.server", *arguments]
+        # What would make the count depend on the wall clock (and so on the load), fixed as
+        # bench.server_instructions does: the log flusher's wake-ups every FLUSH_SECONDS
+        # (here only FLUSH_LINES flushes) and trio's shuffling of each batch of tasks.
+        run = (
+            "import sys, trio; from server import logs; logs.FLUSH_SECONDS = 3600.0; "
+            "trio._core._run._r.seed(2026); from cli.server import main; "
+            f"sys.exit(main({arguments!r}))"
+        )
+        command += [sys.executable, "-c", run]
         environment = dict(os.environ, PYTHONPATH=str(root), PYTHONHASHSEED="0")
         # The server's log (its stderr) into a file, as a real server's; valgrind's own
         # report (the count) into another. (A pipe would fill up and stop the server.)
