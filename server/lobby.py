@@ -355,15 +355,20 @@ class Lobby:
             while True:
                 await self._unrecorded_added.wait()
                 self._unrecorded_added = trio.Event()
-                rooms, self._unrecorded = self._unrecorded, []
-                for room in rooms or ():
-                    self._room_closed(room)
+                # (In a call: its locals would hold the last rooms, their slots and
+                # connections, until the next game ended.)
+                self._close_ended([])
         finally:
             # Cancelled (the lobby stops): nothing to record, so close what is left now, and
             # every later end at once (_game_over).
-            rooms, self._unrecorded = self._unrecorded, None
-            for room in rooms or ():
-                self._room_closed(room)
+            self._close_ended(None)
+
+    def _close_ended(self, then: list[Room] | None) -> None:
+        """Close the ended rooms with nothing to record; `then` holds the later ones (None:
+        every later end closes at once)."""
+        rooms, self._unrecorded = self._unrecorded, then
+        for room in rooms or ():
+            self._room_closed(room)
 
     def _room_closed(self, room: Room) -> None:
         self._remove(room)
