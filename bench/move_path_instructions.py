@@ -98,7 +98,7 @@ async def _play(games: int) -> int:
                     for _ in range(2):
                         transport = MemoryTransport(game)
                         connection = Connection(
-                            None,  # type: ignore[arg-type]  # the transport is given
+                            None,  # the transport is given
                             lobby,
                             settings,
                             transport=transport,

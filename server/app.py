@@ -42,6 +42,31 @@ UNIX_PEER = "unix"
 # serve_listeners): wait a little and try again, the server recovers when they come back.
 _ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 ACCEPT_RETRY_SECONDS = 0.1
+# accept() errors trio's SocketListener.accept retries at once (the client gave up, the
+# network is down...), and those of a listener closed under the loop.
+_IGNORABLE_ACCEPT_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in (
+        "EPERM",
+        "ECONNABORTED",
+        "EPROTO",
+        "ENETDOWN",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETUNREACH",
+        "ENOSR",
+        "ESOCKTNOSUPPORT",
+        "EPROTONOSUPPORT",
+        "ETIMEDOUT",
+        "ECONNRESET",
+    )
+    if hasattr(errno, name)
+)
+_CLOSED_ERRNOS = frozenset({errno.EBADF, errno.ENOTSOCK})
+_TCP_NOTSENT_LOWAT: int | None = getattr(socket, "TCP_NOTSENT_LOWAT", None)
 
 
 async def serve(
@@ -105,20 +130,18 @@ async def serve(
             async with trio.open_nursery() as connection_nursery:
                 accept_scope = trio.CancelScope()
 
-                def admit(stream: trio.SocketStream) -> None:
-                    host, name = _peer_address(stream)
+                def admit(sock: socket.socket, host: str, name: str) -> None:
                     refusal = admission.admit(host)
                     if refusal is not None:
-                        _refuse(stream, refusal)
+                        _refuse(sock, refusal)
                         return
                     nonlocal all_closed
-                    transport = (
-                        SocketTransport(stream, listener_stamped=True)
-                        if stamping and host != UNIX_PEER
-                        else None
-                    )
+                    unix = host == UNIX_PEER
+                    if not unix:
+                        _tcp_options(sock)
+                    transport = SocketTransport(sock, listener_stamped=stamping and not unix)
                     connection = Connection(
-                        stream,
+                        None,
                         lobby,
                         settings,
                         name,
@@ -256,48 +279,85 @@ class Admission:
 
 async def accept_loop(
     listener: trio.SocketListener,
-    admit: Callable[[trio.SocketStream], None],
+    admit: Callable[[socket.socket, str, str], None],
     exhausted: Episode,
 ) -> None:
-    """Accept connections and hand each to `admit`. Running out of descriptors (or kernel
-    memory) pauses accepting briefly and is logged once per episode, not once per attempt."""
+    """Accept connections and hand each to `admit` (a non-blocking stdlib socket, the remote
+    host and "host:port" for logs). Running out of descriptors (or kernel memory) pauses
+    accepting briefly and is logged once per episode, not once per attempt.
+
+    The listener's descriptor is accepted from directly, as `SocketListener.accept` does
+    (the same errors ignored), without trio's socket object, `SocketStream` and `getpeername`
+    a connection: `admit` sets the stream's TCP options (`_tcp_options`)."""
+    trio_socket = listener.socket
+    # A view of the listener's descriptor, detached at the end (trio's listener closes it).
+    view = socket.socket(
+        trio_socket.family, trio_socket.type, trio_socket.proto, trio_socket.fileno()
+    )
+    try:
+        # socket.accept without the socket module's per-call enum conversions of the family
+        # and type (`_accept` is the C call socket.accept itself makes: descriptor, address).
+        await accept_from(view, view._accept, admit, exhausted)  # type: ignore[attr-defined]
+    finally:
+        view.detach()
+
+
+async def accept_from(
+    listening: socket.socket,
+    accept: Callable[[], tuple[int, Any]],
+    admit: Callable[[socket.socket, str, str], None],
+    exhausted: Episode,
+) -> None:
+    """`accept_loop`'s loop: wait for `listening` to be readable, `accept()` a descriptor and
+    its peer's address, hand the socket to `admit`."""
+    family, kind, proto = listening.family, listening.type, listening.proto
+    unix = family == socket.AF_UNIX
+    wait_readable = trio.lowlevel.wait_readable
     while True:
+        # Waiting first is the checkpoint (a flood of connections cannot starve the games),
+        # and at most one accept call a connection.
+        await wait_readable(listening)
         try:
-            stream = await listener.accept()
+            fd, address = accept()
+        except BlockingIOError:
+            continue  # another process took it, or the client gave up
         except OSError as error:
+            if error.errno in _CLOSED_ERRNOS:
+                raise trio.ClosedResourceError from None
+            if error.errno in _IGNORABLE_ACCEPT_ERRNOS:
+                continue
             if error.errno not in _ACCEPT_CAPACITY_ERRNOS:
                 raise
             exhausted.hit(error=os.strerror(error.errno), retry_seconds=ACCEPT_RETRY_SECONDS)
             await trio.sleep(ACCEPT_RETRY_SECONDS)
             continue
         exhausted.relieved()
-        admit(stream)
+        sock = socket.socket(family, kind, proto, fd)
+        sock.setblocking(False)
+        if unix:
+            admit(sock, UNIX_PEER, UNIX_PEER)
+        else:
+            host, peer_port = address[:2]
+            admit(sock, host, f"{host}:{peer_port}")
 
 
-def _peer_address(stream: trio.SocketStream) -> tuple[str, str]:
-    """The remote host and "host:port" for logs ("client" when the peer is already gone);
-    `UNIX_PEER` for a client on the Unix socket (a process on this machine, like loopback)."""
-    if stream.socket.family == socket.AF_UNIX:
-        return UNIX_PEER, UNIX_PEER
-    try:
-        # No TCP_NODELAY here: trio.SocketStream sets it on every TCP socket (as official),
-        # and a second setsockopt was a system call per connection
-        # (test_accepted_connections_do_not_delay_small_writes).
-        host, peer_port = stream.socket.getpeername()[:2]
-    except OSError:
-        return "", "client"
-    return str(host), f"{host}:{peer_port}"
+def _tcp_options(sock: socket.socket) -> None:
+    """What trio.SocketStream sets on a TCP socket: TCP_NODELAY (as official: a memento must
+    not wait for the client's ack of the last one) and a 16 KiB TCP_NOTSENT_LOWAT (what the
+    kernel queues unsent, so a slow reader's backlog stays in the send queue's bounds)."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if _TCP_NOTSENT_LOWAT is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, _TCP_NOTSENT_LOWAT, 2**14)
 
 
-def _refuse(stream: trio.SocketStream, message: str) -> None:
+def _refuse(sock: socket.socket, message: str) -> None:
     """Close a connection over a cap at once: one non-blocking write of an errorpacket (what
     the socket buffer takes, which is all of it on a fresh connection), then close."""
-    sock = stream.socket
-    try:
-        sock_fd = sock.fileno()
-        os.write(sock_fd, _refusal_bytes(message))
-    except OSError:
-        pass  # the client is gone or does not read: closing is all that is left
+    # An OSError: the client is gone or does not read, closing is all that is left.
+    with contextlib.suppress(OSError):
+        os.write(sock.fileno(), _refusal_bytes(message))
     sock.close()
 
 

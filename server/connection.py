@@ -81,7 +81,7 @@ class Connection:
 
     def __init__(
         self,
-        stream: trio.abc.Stream,
+        stream: trio.abc.Stream | None,
         lobby: Lobby,
         settings: Settings,
         name: str = "",
@@ -92,7 +92,11 @@ class Connection:
     ) -> None:
         self.name = f"{name or 'client'}#{next(_numbers)}"
         self.address = address  # remote host: failed admin logins are counted per address
-        self._transport = transport if transport is not None else transport_for(stream)
+        if transport is None:
+            if stream is None:
+                raise TypeError("a Connection needs a stream or a transport")
+            transport = transport_for(stream)
+        self._transport = transport  # (the server passes a socket's transport, no stream)
         self._lobby = lobby
         self._settings = settings
         self._protocol = ServerConnection(_limits(settings.max_packet_bytes))
@@ -103,7 +107,9 @@ class Connection:
         self._outbox: trio.MemoryReceiveChannel[_Outgoing] | None = None
         self._outbox_closed = False  # no more messages may be queued
         self._accepting = True  # the lobby may still queue messages
-        self._read_scope = trio.CancelScope()
+        # The read loop's scope now (`_read_loop` makes it; a scope is ~5k instructions to
+        # enter, so not one around the loop as well): `_stop` cancels it.
+        self._read_scope: trio.CancelScope | None = None
         # The writer task's scope, made with the task (a scope is ~5k instructions; most
         # connections never start one); an abort before cancels it at once.
         self._write_scope: trio.CancelScope | None = None
@@ -294,9 +300,7 @@ class Connection:
                 self._spawn = self._given_spawn
                 if self._backlog:
                     self._start_writer()
-                cause = DisconnectCause.UNKNOWN
-                with self._read_scope:
-                    cause = await self._read_loop()
+                cause = await self._read_loop()
                 if self._stop_cause is not None:
                     cause = self._stop_cause
                 elif cause is DisconnectCause.RECEIVED_DISCONNECT:
@@ -373,7 +377,8 @@ class Connection:
             self._stop_cause = cause
         self._accepting = False
         self._abort = self._abort or abort
-        self._read_scope.cancel()
+        if self._read_scope is not None:
+            self._read_scope.cancel()  # (none yet: the read loop starts stopped)
         if abort and self._write_scope is not None:
             self._write_scope.cancel()
 
@@ -403,8 +408,12 @@ class Connection:
         self._opened_at = self._last_activity = trio.current_time()
         while True:
             # One cancel scope for many reads (a scope per read cost a tenth of the server's
-            # time per move); its deadline is set only while waiting for bytes.
+            # time per move); its deadline is set only while waiting for bytes. `_stop`
+            # cancels it: the loop ends with the stop's cause (`run` takes that one).
             with trio.CancelScope() as waiting:
+                self._read_scope = waiting
+                if self._stop_cause is not None:
+                    waiting.cancel()  # stopped before the loop or between two scopes
                 while True:
                     # _handle_buffered lifts the deadline before it waits for anything (setting
                     # a deadline is costly: not twice per move when nothing waits).
@@ -453,6 +462,8 @@ class Connection:
                             self._partial_since = received_at
                         self._protocol.receive_data(data)
                         break
+            if self._stop_cause is not None:
+                return self._stop_cause  # `_stop` ended the reading
             cause = self._deadline_passed()  # the scope ended: a deadline passed while waiting
             if cause is not None:
                 return cause

@@ -128,15 +128,25 @@ class SocketTransport:
     `listener_stamped`: the socket was accepted from a listener `stamp_listener` switched
     stamping on for, so it has SO_TIMESTAMPNS already."""
 
-    def __init__(self, stream: trio.SocketStream, *, listener_stamped: bool = False) -> None:
-        self._stream = stream
-        self._fd = stream.socket.fileno()
-        # The stdlib socket for recvmsg: trio's own (it closes it), else a view of the same
-        # descriptor made on first use and detached (not closed) before trio closes it (a
-        # socket from a bare descriptor costs three system calls to find its kind).
-        own = getattr(stream.socket, "_sock", None)
-        self._socket: socket.socket | None = own if type(own) is socket.socket else None
-        self._view = self._socket is None
+    def __init__(
+        self, stream: trio.SocketStream | socket.socket, *, listener_stamped: bool = False
+    ) -> None:
+        if isinstance(stream, socket.socket):
+            # A socket the server accepted itself (server/app.py: no trio wrappers a
+            # connection), non-blocking; this transport owns and closes it.
+            self._stream: trio.SocketStream | None = None
+            self._fd = stream.fileno()
+            self._socket: socket.socket | None = stream
+            self._view = False
+        else:
+            self._stream = stream
+            self._fd = stream.socket.fileno()
+            # The stdlib socket for recvmsg: trio's own (it closes it), else a view of the
+            # same descriptor made on first use and detached (not closed) before trio closes
+            # it (a socket from a bare descriptor costs three system calls to find its kind).
+            own = getattr(stream.socket, "_sock", None)
+            self._socket = own if type(own) is socket.socket else None
+            self._view = self._socket is None
         self.stamped = False  # the kernel stamps what we receive
         if listener_stamped:
             self.stamped = True
@@ -150,6 +160,11 @@ class SocketTransport:
                 _keep_stamping_on()
         self._last_arrival = -math.inf
         self._clock: Callable[[], float] | None = None  # the run's clock, at the first read
+
+    @property
+    def fileno(self) -> int:
+        """The socket's descriptor (tests look at its options)."""
+        return self._fd
 
     async def receive(self) -> tuple[bytes, float]:
         """The next bytes (b"" at the end) and when they arrived, on trio's clock."""
@@ -201,12 +216,21 @@ class SocketTransport:
 
     async def aclose(self) -> None:
         """Close the connection at once."""
-        if self._socket is not None and self._view:
-            self._socket.detach()
-        self._socket = None
-        # What trio.SocketStream.aclose does (close, then a checkpoint), with a checkpoint that
-        # cannot raise Cancelled instead of aclose_forcefully's cancel scope: the same close
-        # for ~45 µs less CPU a connection (two a game; measured with time.process_time).
+        sock, self._socket = self._socket, None
+        if self._stream is None:
+            # Only the close: no trio.lowlevel.notify_closing (~0.5 % of the server's CPU,
+            # two a game), because nothing can wait on the descriptor now: its connection
+            # closes it after its read loop and writer task ended (`Connection.run`), and
+            # trio keeps no registration of a descriptor once its waits are over. And no
+            # checkpoint: the connection's task ends with this (a task switch a connection).
+            if sock is not None:
+                sock.close()
+            return
+        if sock is not None and self._view:
+            sock.detach()
+        # What trio.SocketStream.aclose does (close, then a checkpoint), with a checkpoint
+        # that cannot raise Cancelled instead of aclose_forcefully's cancel scope: the same
+        # close for ~45 µs less CPU a connection (measured with time.process_time).
         self._stream.socket.close()
         await trio.lowlevel.cancel_shielded_checkpoint()
 

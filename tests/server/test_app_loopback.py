@@ -275,22 +275,32 @@ async def test_sigterm_ends_games_gracefully() -> None:
 async def test_accepted_connections_do_not_delay_small_writes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # TCP_NODELAY, as the official server: trio's SocketStream sets it (the server does not
-    # set it again); a memento must not wait for the client's ack of the last one.
+    # TCP_NODELAY, as the official server (and trio's SocketStream); a memento must not wait
+    # for the client's ack of the last one. The 16 KiB TCP_NOTSENT_LOWAT trio sets, too.
     import socket
 
-    seen: list[int] = []
+    from server.transport import SocketTransport
+
+    seen: list[tuple[int, int]] = []
     make = Connection
 
-    def connection(stream: trio.SocketStream, *args: Any, **kwargs: Any) -> Connection:
-        seen.append(stream.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+    def connection(stream: None, *args: Any, **kwargs: Any) -> Connection:
+        transport = kwargs["transport"]
+        assert isinstance(transport, SocketTransport)
+        sock = socket.socket(fileno=os.dup(transport.fileno))
+        with sock:
+            nodelay = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            lowat = sock.getsockopt(socket.IPPROTO_TCP, getattr(socket, "TCP_NOTSENT_LOWAT", 25))
+        seen.append((nodelay, lowat))
         return make(stream, *args, **kwargs)
 
     monkeypatch.setattr("server.app.Connection", connection)
     with trio.fail_after(LIMIT):
         async with running_server() as server:
             _one, _two, _room_id = await join_pair(server)
-    assert len(seen) == 2 and all(seen)
+    assert len(seen) == 2 and all(nodelay for nodelay, _ in seen)
+    if sys.platform == "linux":
+        assert [lowat for _, lowat in seen] == [2**14, 2**14]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="kernel receive stamps are Linux's")
@@ -306,25 +316,27 @@ async def test_accepted_connections_get_kernel_stamps_from_the_listener(
     seen: list[tuple[int, bool]] = []
     make = Connection
 
-    def connection(stream: trio.SocketStream, *args: Any, **kwargs: Any) -> Connection:
+    def connection(stream: None, *args: Any, **kwargs: Any) -> Connection:
         transport = kwargs["transport"]
         assert isinstance(transport, SocketTransport)
-        seen.append(
-            (stream.socket.getsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS), transport.stamped)
-        )
+        with socket.socket(fileno=os.dup(transport.fileno)) as sock:
+            seen.append((sock.getsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS), transport.stamped))
         return make(stream, *args, **kwargs)
 
     monkeypatch.setattr("server.app.Connection", connection)
-    calls: list[object] = []
-    real = trio.SocketStream.setsockopt
+    calls: list[bool] = []
 
-    def setsockopt(self: trio.SocketStream, level: int, option: int, value: Any) -> None:
-        calls.append((level, option))
-        real(self, level, option, value)
+    class Recording(SocketTransport):
+        """The server's transports, whether each was told its listener stamps (no
+        setsockopt of its own)."""
 
-    monkeypatch.setattr(trio.SocketStream, "setsockopt", setsockopt)
+        def __init__(self, sock: socket.socket, *, listener_stamped: bool = False) -> None:
+            calls.append(listener_stamped)
+            super().__init__(sock, listener_stamped=listener_stamped)
+
+    monkeypatch.setattr("server.app.SocketTransport", Recording)
     with trio.fail_after(LIMIT):
         async with running_server() as server:
             _one, _two, _room_id = await join_pair(server)
     assert seen == [(1, True), (1, True)]
-    assert (socket.SOL_SOCKET, SO_TIMESTAMPNS) not in calls
+    assert calls == [True, True]

@@ -339,6 +339,28 @@ async def test_a_connection_cancelled_from_outside_leaves_the_lobby(
     assert result.reason == "ONE hat das Spiel verlassen: INITIATED_DISCONNECT"
 
 
+async def test_a_connection_closed_before_its_run_ends_at_once(
+    make_harness: HarnessFactory,
+) -> None:
+    # The server may close a connection it admitted before its task ran (a shutdown right
+    # after the accept): the read loop starts stopped, the stream ends, the lobby forgets it.
+    harness: Harness = await make_harness()
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    client = RawClient(client_stream)
+    async with trio.open_nursery() as nursery:
+        spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
+        connection = Connection(
+            server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
+        )
+        connection.close()
+        ended: list[Exception | None] = []
+        nursery.start_soon(connection.run, ended.append)
+        await client.send(Join())  # never read
+        await client.expect_closed()
+    assert ended == [None]
+    assert connection not in harness.lobby._members
+
+
 # ---------------------------------------------------------------- transports
 
 
@@ -399,6 +421,31 @@ async def test_socket_transport_stamps_bytes_with_their_arrival(by_listener: boo
         await _drain(client)  # the connection really ended (else fail_after)
     await client.aclose()
     await listeners[0].aclose()
+
+
+async def test_socket_transport_of_an_accepted_stdlib_socket() -> None:
+    # The server's own accept (server/app.py) gives the transport a non-blocking stdlib
+    # socket, which the transport owns: it reads, writes and closes it.
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        client = await trio.open_tcp_stream("127.0.0.1", listening.getsockname()[1])
+        accepted, _ = listening.accept()
+    accepted.setblocking(False)
+    transport = SocketTransport(accepted)
+    with trio.fail_after(5):
+        await client.send_all(b"<protocol>")
+        assert (await transport.receive())[0] == b"<protocol>"
+        assert transport.try_write(b"<joined/>") == len(b"<joined/>")
+        await transport.send_all(b"</protocol>")
+        assert await client.receive_some(100) == b"<joined/></protocol>"
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await transport.aclose()  # closes even when cancelled, and does not raise
+        assert not scope.cancelled_caught
+        assert accepted.fileno() == -1
+        await _drain(client)
+    await client.aclose()
 
 
 async def test_socket_transport_closes_at_once_even_when_cancelled() -> None:

@@ -34,7 +34,7 @@ from protocol.events import (
 )
 from protocol.messages import ErrorPacket, Joined, Prepared, ResultMessage, ServerMessage
 from server import limits
-from server.app import accept_loop, serve
+from server.app import accept_from, serve
 from server.config import Settings
 from server.limits import (
     DESCRIPTOR_RESERVE,
@@ -376,20 +376,37 @@ def test_addresses_are_counted_as_one_whatever_their_spelling() -> None:
 
 
 class _ExhaustedListener:
-    """accept() fails with EMFILE in the given rounds of calls; otherwise a new connection
-    arrives after a second."""
+    """accept() fails with EMFILE in the given rounds of calls; otherwise it takes the
+    connection `arrive` announced (a byte on `readable`, the descriptor a fresh socket)."""
 
     def __init__(self, *rounds: range) -> None:
         self.rounds = rounds
         self.calls = 0
+        self.readable, self._announce = socket.socketpair()
+        self.readable.setblocking(False)
+        self.taken = trio.Event()
 
-    async def accept(self) -> object:
-        await trio.lowlevel.checkpoint()
+    def accept(self) -> tuple[int, str]:
         self.calls += 1
         if any(self.calls in failing for failing in self.rounds):
             raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
-        await trio.sleep(1)
-        return self.calls
+        self.readable.recv(1)  # (BlockingIOError when nothing arrived)
+        self.taken.set()
+        one, two = socket.socketpair()
+        two.close()
+        return one.detach(), ""
+
+    def close(self) -> None:
+        self.readable.close()
+        self._announce.close()
+
+    async def arrive(self) -> None:
+        """A new connection now, and then a second after each one accepted."""
+        while True:
+            self._announce.send(b"x")
+            await self.taken.wait()
+            self.taken = trio.Event()
+            await trio.sleep(1)
 
 
 async def test_descriptor_exhaustion_is_logged_once_and_accepting_recovers(
@@ -399,12 +416,20 @@ async def test_descriptor_exhaustion_is_logged_once_and_accepting_recovers(
     # not two), then connections every second: the episode ends 10 s after the last failure.
     listener = _ExhaustedListener(range(1, 51), range(52, 82))
     admitted: list[object] = []
+
+    def admit(sock: socket.socket, host: str, name: str) -> None:
+        assert (host, name) == ("unix", "unix") and not sock.getblocking()
+        sock.close()
+        admitted.append(listener.calls)
+
     exhausted = Episode("out of descriptors: not accepting connections")
     with structlog.testing.capture_logs() as logs:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(accept_loop, listener, admitted.append, exhausted)  # type: ignore[arg-type]
+            nursery.start_soon(listener.arrive)
+            nursery.start_soon(accept_from, listener.readable, listener.accept, admit, exhausted)
             await trio.sleep(30)
             nursery.cancel_scope.cancel()
+    listener.close()
     assert admitted[0] == 51 and admitted[1:4] == [82, 83, 84]  # accepting recovered at once
     assert [entry["event"] for entry in logs] == [
         "out of descriptors: not accepting connections",
