@@ -290,6 +290,11 @@ async def accept_loop(
     (the same errors ignored), without trio's socket object, `SocketStream` and `getpeername`
     a connection: `admit` sets the stream's TCP options (`_tcp_options`)."""
     trio_socket = listener.socket
+    # As SocketListener.accept: a checkpoint first (a stop that came before this task ran
+    # cancels it here), and a listener closed meanwhile is a ClosedResourceError.
+    await trio.lowlevel.checkpoint()
+    if trio_socket.fileno() < 0:
+        raise trio.ClosedResourceError("the listener is closed")
     # A view of the listener's descriptor, detached at the end (trio's listener closes it).
     view = socket.socket(
         trio_socket.family, trio_socket.type, trio_socket.proto, trio_socket.fileno()

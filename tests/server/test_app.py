@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import socket
 
-from server.app import Admission, _reachable_host
+import pytest
+import trio
+
+from server.app import Admission, _reachable_host, accept_loop
 from server.config import Settings
+from server.limits import Episode
 
 
 def test_connect_hint_names_this_machine_when_listening_everywhere() -> None:
@@ -42,3 +46,18 @@ async def test_admission_limits_loopback_when_told() -> None:
     assert admission.admit("127.0.0.1") is None
     assert admission.admit("127.0.0.1") is not None
     assert admission.admit("::1") is None  # another address
+
+
+async def test_the_accept_loop_of_a_listener_closed_before_it_ran() -> None:
+    """A server stopped at once (a league table opened and closed) may close its listener
+    before the accept loop's task first runs: a ClosedResourceError, as trio's own accept
+    raises, or the stop's cancellation, never a crash on the closed descriptor."""
+    exhausted = Episode("out of descriptors")
+    listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
+    await listener.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        await accept_loop(listener, lambda *_: None, exhausted)
+    with trio.CancelScope() as scope:
+        scope.cancel()  # the stop came first: cancelled, not refused for the closed listener
+        await accept_loop(listener, lambda *_: None, exhausted)
+    assert scope.cancelled_caught
