@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from engine import Direction, Move
 from protocol import ClientConnection, ProtocolLimits, ServerConnection
 from protocol.events import JoinPrepared, MovePacket, StreamEnd
-from tests.protocol.test_move_shortcut import _read_all, _Reference
+from tests.protocol.test_move_shortcut import _as_sent, _read_alike, _read_all
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CODE = "0b7e6c2a-5f3d-4e8a-9c1b-2d4f6a8e0c13"
@@ -38,11 +38,7 @@ def _move(move: Move, room: str = "e7c1b0f2-4a7e") -> bytes:
 
 def _alike(chunks: list[bytes], limit: ProtocolLimits | None = None) -> list[object]:
     """Read `chunks` with every combination of shortcuts: all must agree."""
-    expected = _read_all(_Reference(limit), chunks)
-    for kind in (ServerConnection, _MovesOnly):
-        assert _read_all(kind(limit), chunks) == expected
-        assert _read_all(kind(limit), chunks, fused=True) == expected
-    return expected
+    return _read_alike(chunks, limit, ServerConnection, _MovesOnly)
 
 
 def test_a_player_of_usual_packets_never_gets_a_parser() -> None:
@@ -202,11 +198,7 @@ def streams(draw: st.DrawFn) -> list[bytes]:
     packets += [draw(joins), *draw(st.lists(joins | others, max_size=5))]
     if draw(st.booleans()):
         packets[:2] = [packets[0] + packets[1]]  # the usual opening: one chunk
-    if draw(st.booleans()):
-        return packets
-    data = b"".join(packets)
-    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=5)))
-    return [data[start:end] for start, end in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    return _as_sent(draw, packets, 5)
 
 
 @PROPERTY

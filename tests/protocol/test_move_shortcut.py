@@ -59,6 +59,27 @@ def _read_all(
     return out
 
 
+def _read_alike(
+    chunks: list[bytes], limit: ProtocolLimits | None, *kinds: type[ServerConnection]
+) -> list[object]:
+    """Read `chunks` with each of `kinds` (both ways: fused or not) and without any
+    shortcut: all must agree. What they read."""
+    expected = _read_all(_Reference(limit), chunks)
+    for kind in kinds:
+        assert _read_all(kind(limit), chunks) == expected
+        assert _read_all(kind(limit), chunks, fused=True) == expected
+    return expected
+
+
+def _as_sent(draw: st.DrawFn, packets: list[bytes], max_cuts: int) -> list[bytes]:
+    """`packets` one a chunk, as bots write, or joined and cut anywhere."""
+    if draw(st.booleans()):
+        return packets
+    data = b"".join(packets)
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=max_cuts)))
+    return [data[start:end] for start, end in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+
 def _move_bytes(room: str, move: Move) -> bytes:
     client = ClientConnection()
     client.send(JoinPrepared("x"))  # the document's opening goes with the first packet
@@ -155,11 +176,7 @@ def streams(draw: st.DrawFn) -> list[bytes]:
     packets = [draw(prologs) + draw(roots), b'\n  <joinPrepared reservationCode="abc"/>']
     for _ in range(draw(st.integers(1, 6))):
         packets.append(draw(move_variants() | others))
-    if draw(st.booleans()):
-        return packets
-    data = b"".join(packets)
-    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=6)))
-    return [data[start:end] for start, end in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    return _as_sent(draw, packets, 6)
 
 
 @PROPERTY
@@ -167,9 +184,7 @@ def streams(draw: st.DrawFn) -> list[bytes]:
 def test_the_shortcut_reads_what_the_parser_reads(
     chunks: list[bytes], limit: ProtocolLimits
 ) -> None:
-    expected = _read_all(_Reference(limit), chunks)
-    assert _read_all(ServerConnection(limit), chunks) == expected
-    assert _read_all(ServerConnection(limit), chunks, fused=True) == expected
+    _read_alike(chunks, limit, ServerConnection)
 
 
 @PROPERTY
@@ -179,9 +194,7 @@ def test_moves_as_clients_send_them_read_alike(
 ) -> None:
     chunks = [b'<protocol>\n  <joinPrepared reservationCode="abc"/>']
     chunks += [_move_bytes(room, move) for room, move in sent]
-    expected = _read_all(_Reference(limit), chunks)
-    assert _read_all(ServerConnection(limit), chunks) == expected
-    assert _read_all(ServerConnection(limit), chunks, fused=True) == expected
+    _read_alike(chunks, limit, ServerConnection)
 
 
 def _never_parsed(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
@@ -248,9 +261,7 @@ def test_what_the_shortcut_leaves_to_the_parser(limit: ProtocolLimits, data: byt
     else:
         data += b"<direction>LEFT</direction></data></room>"
     chunks = [b'<protocol>\n  <joinPrepared reservationCode="abc"/>', data, b"\n  <close/>"]
-    expected = _read_all(_Reference(limit), chunks)
-    assert _read_all(ServerConnection(limit), chunks) == expected
-    assert _read_all(ServerConnection(limit), chunks, fused=True) == expected
+    _read_alike(chunks, limit, ServerConnection)
 
 
 @pytest.mark.parametrize("max_attribute_bytes", [1, 2, 3, 4])
@@ -262,9 +273,7 @@ def test_a_move_under_an_attribute_limit_below_its_class_is_refused_alike(
     limit = ProtocolLimits(max_attribute_bytes=max_attribute_bytes)
     chunks = [b'<protocol>\n  <joinPrepared reservationCode="a"/>']
     chunks.append(_move_bytes("r", Move(1, 2, Direction.LEFT)))
-    expected = _read_all(_Reference(limit), chunks)
-    assert _read_all(ServerConnection(limit), chunks) == expected
-    assert _read_all(ServerConnection(limit), chunks, fused=True) == expected
+    expected = _read_alike(chunks, limit, ServerConnection)
     if max_attribute_bytes < 4:
         assert "attribute class of <data> exceeds" in str(expected[-1])
     else:

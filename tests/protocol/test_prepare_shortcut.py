@@ -19,7 +19,7 @@ from protocol.events import (
     Prepare,
     SlotDescriptor,
 )
-from tests.protocol.test_move_shortcut import _read_all, _Reference
+from tests.protocol.test_move_shortcut import _as_sent, _read_alike, _read_all
 
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOTS = (SlotDescriptor("a", True, True), SlotDescriptor("b", True, True))
@@ -39,11 +39,7 @@ def _rendered(*prepares: Prepare) -> list[bytes]:
 
 def _alike(chunks: list[bytes], limit: ProtocolLimits | None = None) -> list[object]:
     """Read `chunks` with and without the shortcut: both must agree."""
-    expected = _read_all(_Reference(limit), chunks)
-    for kind in (ServerConnection, _NoPrepares):
-        assert _read_all(kind(limit), chunks) == expected
-        assert _read_all(kind(limit), chunks, fused=True) == expected
-    return expected
+    return _read_alike(chunks, limit, ServerConnection, _NoPrepares)
 
 
 def _taken(chunks: list[bytes]) -> list[object]:
@@ -263,11 +259,7 @@ def streams(draw: st.DrawFn) -> list[bytes]:
     packets = [client.send(Authenticate("pw"))]
     for item in draw(st.lists(prepares | others, max_size=5)):
         packets.append(client.send(item) if isinstance(item, Prepare) else item)
-    if draw(st.booleans()):
-        return packets
-    data = b"".join(packets)
-    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=5)))
-    return [data[start:end] for start, end in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    return _as_sent(draw, packets, 5)
 
 
 @PROPERTY
