@@ -42,7 +42,12 @@ def count_in_checkout(
         environment["PYTHONHASHSEED"] = hash_seed
     with tempfile.TemporaryDirectory() as empty:
         done = subprocess.run(command, cwd=empty, env=environment, capture_output=True, check=True)
-    collected = _COLLECTED.search(done.stderr)
-    if collected is None:
-        raise SystemExit(f"no count in the output: {done.stderr[-500:]!r}")
-    return int(collected[1]), done.stdout.decode()
+    return collected(done.stderr), done.stdout.decode()
+
+
+def collected(report: bytes) -> int:
+    """The instruction count in callgrind's report (SystemExit when it holds none)."""
+    found = _COLLECTED.search(report)
+    if found is None:
+        raise SystemExit(f"no count in the output: {report[-500:]!r}")
+    return int(found[1])

@@ -23,20 +23,18 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import trio
 
+from bench._callgrind import collected
+from bench.serverprocess import PASSWORD, free_port, wait_until_listening
+
 REPO = Path(__file__).resolve().parents[1]
-PASSWORD = "bench"
-_COLLECTED = re.compile(rb"Collected : (\d+)")
 
 
 async def _play_games(port: int, games: int) -> int:
@@ -66,7 +64,7 @@ def _count(root: Path, games: int) -> tuple[int, int]:
         workdir = Path(scratch)
         (workdir / "server.properties").write_text(f"password={PASSWORD}\n", encoding="utf-8")
         # Move timeouts far beyond any run: under callgrind a move can take a second.
-        port = _free_port()
+        port = free_port()
         arguments = ["--port", str(port)]
         arguments += ["--soft-timeout", "3600", "--hard-timeout", "7200"]
         command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
@@ -97,37 +95,14 @@ def _count(root: Path, games: int) -> tuple[int, int]:
             ) as server,
         ):
             try:
-                _wait_for_server(port, server)
+                # (Its log is buffered: not read. Under callgrind the start takes a while.)
+                wait_until_listening(port, server, seconds=600)
                 moves = trio.run(_play_games, port, games)
             finally:
                 server.send_signal(signal.SIGINT)
                 server.wait(timeout=600)
         output = report.read_bytes()
-    collected = _COLLECTED.search(output)
-    if collected is None:
-        raise SystemExit(f"no count in the output: {output[-500:]!r}")
-    return int(collected[1]), moves
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _wait_for_server(port: int, server: subprocess.Popen[bytes]) -> None:
-    """Return once the server accepts connections (its log is buffered: not read)."""
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"the server ended with {server.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit("the server did not start listening")
+    return collected(output), moves
 
 
 def main() -> None:

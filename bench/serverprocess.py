@@ -131,10 +131,12 @@ def free_port() -> int:
         return port
 
 
-def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+def wait_until_listening(
+    port: int, process: subprocess.Popen[bytes], seconds: float = 30.0
+) -> None:
     """Block until something accepts on 127.0.0.1:`port`; exit if `process` ended first or
-    nothing listens within 30 s."""
-    deadline = time.monotonic() + 30
+    nothing listens within `seconds`."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"server exited with status {process.returncode}")
