@@ -9,9 +9,10 @@ from typing import Any
 
 import trio
 
+from engine import Team
 from protocol import GAME_TYPE
-from protocol.events import Join
-from protocol.messages import Joined
+from protocol.events import Join, MovePacket
+from protocol.messages import Joined, Memento, MoveRequest, ResultMessage, WelcomeMessage
 from server.app import serve
 from server.config import Settings
 
@@ -60,3 +61,21 @@ async def join_pair(server: Server) -> tuple[RawClient, RawClient, str]:
     await two.send(Join(GAME_TYPE))
     assert (await two.expect(Joined)).room_id == room_id
     return one, two, room_id
+
+
+async def play_to_the_result(one: RawClient, two: RawClient, room_id: str) -> None:
+    """Two clients of `join_pair` play the first legal move of every turn; returns once each
+    read its result (the next message is its <left>)."""
+    clients = {Team.ONE: one, Team.TWO: two}
+    for client in (one, two):
+        await client.expect(WelcomeMessage)
+    while True:
+        state = (await one.expect(Memento)).state
+        await two.expect(Memento)
+        if state.is_over:
+            break
+        mover = clients[state.current_team]
+        await mover.expect(MoveRequest)
+        await mover.send(MovePacket(room_id, state.legal_moves()[0]))
+    for client in (one, two):
+        await client.expect(ResultMessage)

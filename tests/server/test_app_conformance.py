@@ -18,14 +18,12 @@ from protocol.events import CloseRequest, MovePacket, RoomDataPacket
 from protocol.messages import (
     ErrorPacket,
     Left,
-    Memento,
     MoveRequest,
     ResultMessage,
     RoomError,
-    WelcomeMessage,
 )
 from tests.helpers.rawclient import RawClient
-from tests.helpers.server import LIMIT, join_pair, running_server
+from tests.helpers.server import LIMIT, join_pair, play_to_the_result, running_server
 
 # socha 4.3.9, socha/api/networking/xml_protocol_interface.py (docs/clients.md)
 SOCHA_CUT = re.compile(
@@ -66,17 +64,7 @@ def check_player_stream(client: RawClient, *, closed_by_server: bool = False) ->
 
 
 async def play_out(one: RawClient, two: RawClient, room_id: str) -> None:
-    clients = {Team.ONE: one, Team.TWO: two}
-    await one.expect(WelcomeMessage)
-    await two.expect(WelcomeMessage)
-    while True:
-        state = (await one.expect(Memento)).state
-        await two.expect(Memento)
-        if state.is_over:
-            break
-        mover = clients[state.current_team]
-        await mover.expect(MoveRequest)
-        await mover.send(MovePacket(room_id, state.legal_moves()[0]))
+    await play_to_the_result(one, two, room_id)
     for client in (one, two):
         await client.receive_until(Left)
 

@@ -66,12 +66,15 @@ async def connect(nursery: trio.Nursery, harness: Harness, *, lockstep: bool = F
         client_stream, server_stream = trio.testing.lockstep_stream_pair()
     else:
         client_stream, server_stream = trio.testing.memory_stream_pair()
-    spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
-    connection = Connection(
-        server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
-    )
-    nursery.start_soon(connection.run)
+    nursery.start_soon(served(harness, server_stream, nursery).run)
     return RawClient(client_stream)
+
+
+def served(harness: Harness, stream: trio.abc.Stream, nursery: trio.Nursery) -> Connection:
+    """The server's Connection for `stream`, its writer hosted as the `writer_host` fixture's
+    parameter says (not started: some tests act before its run)."""
+    spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
+    return Connection(stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn)
 
 
 async def test_stream_starts_exactly_like_the_official_server(
@@ -324,10 +327,7 @@ async def test_a_connection_cancelled_from_outside_leaves_the_lobby(
     client_stream, server_stream = trio.testing.memory_stream_pair()
     client = RawClient(client_stream)
     async with trio.open_nursery() as nursery:
-        spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
-        connection = Connection(
-            server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
-        )
+        connection = served(harness, server_stream, nursery)
         nursery.start_soon(connection.run)
         with trio.fail_after(5):
             await client.send(Join())
@@ -348,10 +348,7 @@ async def test_a_connection_closed_before_its_run_ends_at_once(
     client_stream, server_stream = trio.testing.memory_stream_pair()
     client = RawClient(client_stream)
     async with trio.open_nursery() as nursery:
-        spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
-        connection = Connection(
-            server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
-        )
+        connection = served(harness, server_stream, nursery)
         connection.close()
         ended: list[Exception | None] = []
         nursery.start_soon(connection.run, ended.append)
@@ -688,10 +685,7 @@ async def test_the_whole_move_path_rations_a_costly_packet_in_no_room(
     monkeypatch.setattr("server.connection.ANONYMOUS_FREE_SECONDS", free_seconds)
     harness: Harness = await make_harness()
     client_stream, server_stream = trio.testing.memory_stream_pair()
-    spawn = nursery.start_soon if _writer_host == WRITER_HOSTS[1] else None
-    connection = Connection(
-        server_stream, harness.lobby, harness.lobby.settings, "test", spawn=spawn
-    )
+    connection = served(harness, server_stream, nursery)
     nursery.start_soon(connection.run)
     client = RawClient(client_stream)
     handled: list[str] = []

@@ -12,10 +12,9 @@ from contextlib import contextmanager
 import pytest
 import trio
 
-from protocol.events import CloseRequest, MovePacket
-from protocol.messages import Memento, MoveRequest, ResultMessage, WelcomeMessage
+from protocol.events import CloseRequest
 from server.connection import Connection
-from tests.helpers.server import LIMIT, join_pair, running_server
+from tests.helpers.server import LIMIT, join_pair, play_to_the_result, running_server
 
 
 @contextmanager
@@ -38,22 +37,12 @@ async def test_a_finished_games_connections_are_freed_without_the_collector(
             # The server's two Connections of this game (no other connection is open).
             connections = [weakref.ref(o) for o in gc.get_objects() if type(o) is Connection]
             assert len(connections) == 2
+            await play_to_the_result(one, two, room_id)
             for client in (one, two):
-                await client.expect(WelcomeMessage)
-            while True:
-                state = (await one.expect(Memento)).state
-                await two.expect(Memento)
-                if state.is_over:
-                    break
-                mover = one if state.current_team.value == 0 else two
-                await mover.expect(MoveRequest)
-                await mover.send(MovePacket(room_id, state.legal_moves()[0]))
-            for client in (one, two):
-                await client.expect(ResultMessage)
                 if goodbye != "closes":
                     await client.send(CloseRequest())
                 await client.aclose()  # (a bot that just closes: the stream ends early)
-            del client, mover, one, two
+            del client, one, two
             # Each connection's task ends (and drops it) once it read the end of its stream.
             with trio.move_on_after(LIMIT / 2):
                 while any(alive() is not None for alive in connections):
