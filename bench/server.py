@@ -22,9 +22,10 @@ CPU per move and the server's as a multiple of it, in the same run. The relay's 
 varies by a third between runs on a shared machine, which moves the ratio as much as a change
 to the server does: `--repeat N` plays each level N times, the server and the relay in turns
 (which goes first alternates), and prints every run, each run's ratio, and the median ratio
-with its range. `--checkout DIR` also runs another checkout's server (e.g. a worktree at
-main's commit) in the same turns, so old and new compare side by side in one run. The load
-average is printed at each run's start.
+with its range and a distribution-free interval for it (`serverprocess.median_interval`: ten
+runs give the 2nd and 9th smallest ratios, 97.9 %). `--checkout DIR` also runs another
+checkout's server (e.g. a worktree at main's commit) in the same turns, so old and new compare
+side by side in one run. The load average is printed at each run's start.
 
 Run:  .venv/bin/python -m bench.server [--levels 1,10,100] [--seconds 10] [--relay]
           [--repeat N] [--checkout OLD_CHECKOUT]
@@ -51,6 +52,7 @@ from bench.serverprocess import (
     PASSWORD,
     ServerProcess,
     cpu_seconds,
+    median_interval,
     percentile,
     start_server,
 )
@@ -463,9 +465,11 @@ def summarise(concurrency: int, runs: dict[str, list[float]], as_json: bool) -> 
             ratios = [
                 mine / max(1e-9, floor) for mine, floor in zip(figures, runs["relay"], strict=True)
             ]
+            low, high, coverage = median_interval(ratios)
             line += (
                 f"; x the relay: median {statistics.median(ratios):.2f} "
-                f"({min(ratios):.2f}-{max(ratios):.2f})"
+                f"({min(ratios):.2f}-{max(ratios):.2f}; the median's {coverage:.0%} interval "
+                f"{low:.2f}-{high:.2f})"
             )
         print(line)
         if as_json:
@@ -478,6 +482,7 @@ def summarise(concurrency: int, runs: dict[str, list[float]], as_json: bool) -> 
             if ratios:
                 summary["median_over_relay"] = statistics.median(ratios)
                 summary["runs_over_relay"] = ratios
+                summary["median_interval_over_relay"] = [low, high, coverage]
             print(json.dumps(summary))
 
 

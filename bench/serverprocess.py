@@ -9,6 +9,7 @@ measure on it (its CPU time, percentiles of the figures).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import resource
 import signal
@@ -158,6 +159,31 @@ def cpu_times(pid: int) -> tuple[float, float]:
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (Linux /proc)."""
     return sum(cpu_times(pid))
+
+
+def median_interval(samples: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """A distribution-free interval for the median of the runs' population: the order
+    statistics (k-th smallest, k-th largest) with the smallest k whose coverage, from the
+    binomial distribution of how many runs fall below the median, is at least `confidence`;
+    returned with that coverage. Runs on a shared machine are not normal (a slow minute makes a
+    long tail), so no t-interval. Too few runs for `confidence`: the range, with its coverage.
+
+    >>> median_interval([2.0, 1.0, 3.0, 5.0, 4.0, 6.0, 8.0, 7.0, 10.0, 9.0])
+    (2.0, 9.0, 0.978515625)
+    >>> median_interval([1.0, 2.0, 3.0])
+    (1.0, 3.0, 0.75)
+    """
+    ordered = sorted(samples)
+    n = len(ordered)
+    if n == 0:
+        return math.nan, math.nan, 0.0
+    # P(fewer than k runs below the median) = sum of C(n, i) / 2^n for i < k.
+    below = [math.comb(n, i) / 2**n for i in range(n + 1)]
+    k, tail = 1, below[0]  # k = 1: the range, coverage 1 - 2 * P(none below)
+    while k < n // 2 and 1 - 2 * (tail + below[k]) >= confidence:
+        tail += below[k]
+        k += 1
+    return ordered[k - 1], ordered[n - k], 1 - 2 * tail
 
 
 def percentile(samples: list[float], fraction: float) -> float:
