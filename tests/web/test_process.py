@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import re
 import shlex
 import signal
 import socket
@@ -27,7 +28,7 @@ from server.config import Settings
 from server.feed import RoomPlayer
 from tests.helpers.process import TEST_BOTS
 from web.hub import GameHub
-from web.process import NICENESS, PipeFeed, WebProcess, decode_event, encode_event
+from web.process import NICENESS, SHORT_SLICE_NS, PipeFeed, WebProcess, decode_event, encode_event
 from web.sc import admin_request
 
 from .httpclient import Browser
@@ -244,6 +245,18 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _kernel_at_least(major: int, minor: int) -> bool:
+    found = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return found is not None and (int(found[1]), int(found[2])) >= (major, minor)
+
+
+def _slice_ns(pid: int) -> int | None:
+    for line in Path(f"/proc/{pid}/sched").read_text().splitlines():
+        if line.startswith("se.slice"):
+            return int(line.split(":")[1])
+    return None
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, per-thread priority")
 async def test_a_bot_the_viewer_starts_gets_the_servers_priority_not_the_viewers(
     settings: Settings, nursery: trio.Nursery
@@ -264,6 +277,9 @@ async def test_a_bot_the_viewer_starts_gets_the_servers_priority_not_the_viewers
     # The viewer itself runs at its lower priority: nice 10 more than ours, SCHED_BATCH.
     ours = _priority(os.getpid())
     assert _priority(viewer) == (ours[0] + NICENESS, os.SCHED_BATCH)
+    # ... and the shortest slice, where the kernel takes one (EEVDF custom slices, 6.12 on).
+    if _kernel_at_least(6, 12) and os.uname().machine in ("x86_64", "aarch64"):
+        assert _slice_ns(viewer) == SHORT_SLICE_NS
     with trio.fail_after(30):
         browser = Browser(companion.url)
         await browser.session()
