@@ -17,8 +17,12 @@ its events and from sampling the CPU of its process tree (`/proc`, every 0.1 s):
   K slots have launched their first bots), the steady state (all K slots playing: it ends
   when the first slot finds no game left), the tail (the last games ending one by one) and
   the exit (last game to the process's exit); each part's share and the core-seconds it
-  left are printed beside the whole run's, and how much of what it left the CPUs idled
-  (/proc/stat) and other jobs took: on a shared machine the share shows the other jobs;
+  left are printed beside the whole run's, and how much of what it left the CPUs idled,
+  the kernel's interrupt work took (/proc/stat's irq and softirq: with tick accounting a tick
+  that lands in the loopback's softirq is charged to no process, so some of the run's own
+  network work is counted here; on an otherwise idle machine nearly all of it is the run's),
+  the hypervisor took (steal) and other jobs took: on a shared machine the share shows the
+  other jobs;
 - timeouts: games lost on time (the runner's fault if the bots are fast: a starved machine);
 - overhead per game: the phases the runner owns in each game's slot (prepare and observe the
   room, launch the processes, reap them afterwards), mean and max: the slot plays nothing
@@ -54,6 +58,8 @@ SOCHA_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "random_bo
 RUNNER_PHASES = ("prepare", "launch", "cleanup")
 BOT_PHASES = ("startup", "exit")
 PARTS = ("ramp", "steady", "tail", "exit")
+# (time, runner's own CPU, its tree's CPU, machine idle, interrupts, steal), seconds.
+Sample = tuple[float, float, float, float, float, float]
 SAMPLE_EVERY = 0.1  # seconds; the sampling's own CPU is the bench's, a few ms a second
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -72,17 +78,18 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
         ]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.time()
-        # (time, the runner's own CPU, the CPU of its whole tree, the machine's idle CPU):
-        # the runner's process (server, clients, display) and, reaped or live, its bots and
-        # their reaper; the idle time of all CPUs (/proc/stat) says whether what the run
-        # did not use was left idle or taken by other jobs.
-        samples: list[tuple[float, float, float, float]] = [(started, 0.0, 0.0, machine_idle())]
+        # (time, the runner's own CPU, the CPU of its whole tree, the machine's idle,
+        # interrupt and stolen CPU): the runner's process (server, clients, display) and,
+        # reaped or live, its bots and their reaper; the times of all CPUs (/proc/stat) say
+        # whether what the run did not use was left idle, went to interrupts or the
+        # hypervisor, or was taken by other jobs.
+        samples: list[Sample] = [(started, 0.0, 0.0, *machine_times())]
         with tempfile.TemporaryFile() as output:
             process = subprocess.Popen(argv, cwd=directory, env=env, stdout=output, stderr=output)
             while process.poll() is None:
                 sample = tree_cpu_seconds(process.pid)
                 if sample is not None:
-                    samples.append((time.time(), *sample, machine_idle()))
+                    samples.append((time.time(), *sample, *machine_times()))
                 time.sleep(SAMPLE_EVERY)
             ended = time.time()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -93,7 +100,7 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
                 )
         total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         own = max(sample[1] for sample in samples)
-        samples.append((ended, own, total, machine_idle()))
+        samples.append((ended, own, total, *machine_times()))
         events = [json.loads(line) for line in stream.read_text().splitlines()]
     ends = [event for event in events if event["event"] == "game_end"]
     final = events[-1]
@@ -147,7 +154,7 @@ def split_run(
     concurrency: int,
     started: float,
     ended: float,
-    samples: list[tuple[float, float, float, float]],
+    samples: list[Sample],
     cpus: int,
 ) -> dict[str, dict[str, float]]:
     """The run cut into ramp, steady state, tail and exit (see the module), each part's
@@ -166,6 +173,8 @@ def split_run(
     for name, start, stop in zip(PARTS, bounds, bounds[1:], strict=False):
         cpu = value_at(samples, 2, stop) - value_at(samples, 2, start)
         idle = value_at(samples, 3, stop) - value_at(samples, 3, start)
+        interrupts = value_at(samples, 4, stop) - value_at(samples, 4, start)
+        steal = value_at(samples, 5, stop) - value_at(samples, 5, start)
         offered = cpus * (stop - start)
         parts[name] = {
             "seconds": stop - start,
@@ -173,11 +182,13 @@ def split_run(
             "idle_core_s": offered - cpu,
             # What the run did not use: left idle, or taken by other jobs.
             "machine_idle": idle / offered if offered > 0 else float("nan"),
+            "interrupts": interrupts / offered if offered > 0 else float("nan"),
+            "steal": steal / offered if offered > 0 else float("nan"),
         }
     return parts
 
 
-def value_at(samples: list[tuple[float, float, float, float]], column: int, at: float) -> float:
+def value_at(samples: list[Sample], column: int, at: float) -> float:
     """Column `column` of the samples at time `at`, interpolated between them."""
     times = [sample[0] for sample in samples]
     index = bisect_left(times, at)
@@ -192,11 +203,16 @@ def value_at(samples: list[tuple[float, float, float, float]], column: int, at: 
     return before[column] + (after[column] - before[column]) * fraction
 
 
-def machine_idle() -> float:
-    """Seconds all CPUs of the machine have been idle (idle + iowait of /proc/stat)."""
+def machine_times() -> tuple[float, float, float]:
+    """Seconds all CPUs of the machine have been idle (idle + iowait of /proc/stat), in
+    interrupts (irq + softirq) and stolen by the hypervisor (steal)."""
     with open("/proc/stat") as file:
         fields = file.readline().split()
-    return (int(fields[4]) + int(fields[5])) / TICK
+    return (
+        (int(fields[4]) + int(fields[5])) / TICK,
+        (int(fields[6]) + int(fields[7])) / TICK,
+        int(fields[8]) / TICK,
+    )
 
 
 def _stat_times(pid: int) -> tuple[int, int] | None:
@@ -256,11 +272,13 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"{result['games_per_min']:.1f} ({100 * share:.1f} %: the CPU share the run used)"
     ]
     for name, part in result["parts"].items():
+        others = 1 - part["share"] - part["machine_idle"] - part["interrupts"] - part["steal"]
         lines.append(
             f"    {name:<6} {part['seconds']:5.1f} s: the run {100 * part['share']:5.1f} %, "
             f"left {part['idle_core_s']:5.2f} core-s, of which the CPUs idled "
-            f"{100 * part['machine_idle']:5.1f} % and other jobs took "
-            f"{100 * (1 - part['share'] - part['machine_idle']):5.1f} %"
+            f"{100 * part['machine_idle']:5.1f} %, interrupts took "
+            f"{100 * part['interrupts']:4.1f} %, the hypervisor {100 * part['steal']:4.1f} % "
+            f"and other jobs {100 * others:5.1f} %"
         )
     return lines
 
