@@ -606,7 +606,6 @@ class GameState:
             codes, fish = self._codes_one, self._ones  # type: ignore[assignment]  # made above
         counts = self._counts
         legal: list[Move] = []
-        append = legal.append
         # Unrolled over the eight directions (enum order): this loop is the engine's hot path.
         for _, column, diagonal, row, anti, by_column, by_diagonal, by_row, by_anti, moves in fish:
             on_column = codes[column]
@@ -618,21 +617,21 @@ class GameState:
             on_anti = codes[anti]
             down_right, up_left = by_anti[counts[anti]]
             if not on_column & up:
-                append(moves[0])
+                legal.append(moves[0])
             if not on_diagonal & up_right:
-                append(moves[1])
+                legal.append(moves[1])
             if not on_row & right:
-                append(moves[2])
+                legal.append(moves[2])
             if not on_anti & down_right:
-                append(moves[3])
+                legal.append(moves[3])
             if not on_column & down:
-                append(moves[4])
+                legal.append(moves[4])
             if not on_diagonal & down_left:
-                append(moves[5])
+                legal.append(moves[5])
             if not on_row & left:
-                append(moves[6])
+                legal.append(moves[6])
             if not on_anti & up_left:
-                append(moves[7])
+                legal.append(moves[7])
         return legal
 
     def has_legal_move(self) -> bool:
