@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import random
+import sys
 import time
 from typing import Any
 
@@ -65,6 +67,23 @@ def playouts_socha(socha: Any, seeds: range) -> tuple[int, float]:
     return plies, _clock() - began
 
 
+def interpreter() -> str:
+    """Which Python runs the playouts: the ratio depends on it. The engine executes about the
+    same instructions per ply on any CPython 3.11, but a python whose interpreter is linked
+    into its executable (Debian's /usr/bin/python3.11, what the project's Docker image runs)
+    runs them faster than one that calls a shared libpython (pyenv's default build), while
+    socha's compiled rules do not change (figures: docs/performance.md)."""
+    try:
+        with open("/proc/self/maps", encoding="ascii", errors="replace") as maps:
+            shared = "libpython" in maps.read()
+    except OSError:
+        shared_text = "unknown"
+    else:
+        shared_text = "shared libpython" if shared else "interpreter in the executable"
+    version = sys.version.split()[0]
+    return f"{os.path.realpath(sys.executable)} {version} ({shared_text})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=300)
@@ -89,6 +108,7 @@ def main() -> None:
         if socha is not None:
             theirs.append(playouts_socha(socha, seeds))
 
+    print(f"python: {interpreter()}")
     plies, seconds = min(ours, key=lambda run: run[1])
     ours_us = seconds / plies * 1e6
     print(f"engine: {args.games} games, {plies} plies, {seconds:.3f} s (best of {args.repeat})")
