@@ -21,8 +21,9 @@ its events and from sampling the CPU of its process tree (`/proc`, every 0.1 s):
   the kernel's interrupt work took (/proc/stat's irq and softirq: with tick accounting a tick
   that lands in the loopback's softirq is charged to no process, so some of the run's own
   network work is counted here; on an otherwise idle machine nearly all of it is the run's),
-  the hypervisor took (steal) and other jobs took: on a shared machine the share shows the
-  other jobs;
+  the hypervisor took (steal), this bench's own sampling took (every 0.25 s, printed apart:
+  the measuring is not the runner's cost) and other jobs took: on a shared machine the share
+  shows the other jobs (on an idle one: the host's kernel threads and agents, 0.5-1 %);
 - timeouts: games lost on time (the runner's fault if the bots are fast: a starved machine);
 - overhead per game: the phases the runner owns in each game's slot (prepare and observe the
   room, launch the processes, reap them afterwards), mean and max: the slot plays nothing
@@ -58,9 +59,14 @@ SOCHA_BOT = shlex.join([sys.executable, str(REPO / "tests" / "bots" / "random_bo
 RUNNER_PHASES = ("prepare", "launch", "cleanup")
 BOT_PHASES = ("startup", "exit")
 PARTS = ("ramp", "steady", "tail", "exit")
-# (time, runner's own CPU, its tree's CPU, machine idle, interrupts, steal), seconds.
-Sample = tuple[float, float, float, float, float, float]
-SAMPLE_EVERY = 0.1  # seconds; the sampling's own CPU is the bench's, a few ms a second
+# (time, runner's own CPU, its tree's CPU, machine idle, interrupts, steal, this bench's own
+# CPU), seconds.
+Sample = tuple[float, float, float, float, float, float, float]
+# Seconds between samples. A sample reads the runner's threads' child lists and every bot's
+# stat: about 1.7 ms of CPU with 18 threads and 16 bots, so every 0.1 s the bench took 1 % of
+# two CPUs from the run it measures (seen as "other jobs"); every 0.25 s it takes 0.4 %, and
+# what it takes is printed apart.
+SAMPLE_EVERY = 0.25
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -83,13 +89,13 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
         # reaped or live, its bots and their reaper; the times of all CPUs (/proc/stat) say
         # whether what the run did not use was left idle, went to interrupts or the
         # hypervisor, or was taken by other jobs.
-        samples: list[Sample] = [(started, 0.0, 0.0, *machine_times())]
+        samples: list[Sample] = [(started, 0.0, 0.0, *machine_times(), own_bench_cpu())]
         with tempfile.TemporaryFile() as output:
             process = subprocess.Popen(argv, cwd=directory, env=env, stdout=output, stderr=output)
             while process.poll() is None:
                 sample = tree_cpu_seconds(process.pid)
                 if sample is not None:
-                    samples.append((time.time(), *sample, *machine_times()))
+                    samples.append((time.time(), *sample, *machine_times(), own_bench_cpu()))
                 time.sleep(SAMPLE_EVERY)
             ended = time.time()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -100,7 +106,7 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
                 )
         total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         own = max(sample[1] for sample in samples)
-        samples.append((ended, own, total, *machine_times()))
+        samples.append((ended, own, total, *machine_times(), own_bench_cpu()))
         events = [json.loads(line) for line in stream.read_text().splitlines()]
     ends = [event for event in events if event["event"] == "game_end"]
     final = events[-1]
@@ -175,6 +181,7 @@ def split_run(
         idle = value_at(samples, 3, stop) - value_at(samples, 3, start)
         interrupts = value_at(samples, 4, stop) - value_at(samples, 4, start)
         steal = value_at(samples, 5, stop) - value_at(samples, 5, start)
+        bench = value_at(samples, 6, stop) - value_at(samples, 6, start)
         offered = cpus * (stop - start)
         parts[name] = {
             "seconds": stop - start,
@@ -184,6 +191,7 @@ def split_run(
             "machine_idle": idle / offered if offered > 0 else float("nan"),
             "interrupts": interrupts / offered if offered > 0 else float("nan"),
             "steal": steal / offered if offered > 0 else float("nan"),
+            "bench": bench / offered if offered > 0 else float("nan"),
         }
     return parts
 
@@ -213,6 +221,12 @@ def machine_times() -> tuple[float, float, float]:
         (int(fields[6]) + int(fields[7])) / TICK,
         int(fields[8]) / TICK,
     )
+
+
+def own_bench_cpu() -> float:
+    """User + system CPU seconds of this process (the bench's own sampling)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _stat_times(pid: int) -> tuple[int, int] | None:
@@ -272,13 +286,15 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
         f"{result['games_per_min']:.1f} ({100 * share:.1f} %: the CPU share the run used)"
     ]
     for name, part in result["parts"].items():
-        others = 1 - part["share"] - part["machine_idle"] - part["interrupts"] - part["steal"]
+        taken = part["machine_idle"] + part["interrupts"] + part["steal"] + part["bench"]
+        others = 1 - part["share"] - taken
         lines.append(
             f"    {name:<6} {part['seconds']:5.1f} s: the run {100 * part['share']:5.1f} %, "
             f"left {part['idle_core_s']:5.2f} core-s, of which the CPUs idled "
             f"{100 * part['machine_idle']:5.1f} %, interrupts took "
-            f"{100 * part['interrupts']:4.1f} %, the hypervisor {100 * part['steal']:4.1f} % "
-            f"and other jobs {100 * others:5.1f} %"
+            f"{100 * part['interrupts']:4.1f} %, the hypervisor {100 * part['steal']:4.1f} %, "
+            f"this bench's sampling {100 * part['bench']:4.1f} % and other jobs "
+            f"{100 * others:5.1f} %"
         )
     return lines
 
