@@ -8,7 +8,7 @@ CPU per game.
 The default bot is the socha 4.3.9 random bot of the tests (tests/bots/random_bot.py; socha
 idles in a 0.1 s poll, so games at once overlap well). Each setting is one real
 `python -m cli.match` run on its in-process server with `--ndjson`; the figures come from
-its events and from sampling the CPU of its process tree (`/proc`, every 0.1 s):
+its events and from sampling the CPU of its process tree (`/proc`, every 0.25 s):
 
 - games/min: finished games over the run's wall time (interpreter start to exit);
 - share: the CPU the run used (runner, its server, the bots) over what the CPUs offered in
