@@ -32,6 +32,7 @@ class WsClient:
         self.ws = WSConnection(ConnectionType.CLIENT)
         self._text: list[str] = []
         self._pending: list[str] = []
+        self._closed: str | None = None  # the close's reason, once it came
 
     @classmethod
     async def connect(
@@ -60,8 +61,11 @@ class WsClient:
             )
         )
         while True:
-            for event in await client._events():
+            events = await client._events()
+            for index, event in enumerate(events):
                 if isinstance(event, AcceptConnection):
+                    # The first message may come in the same segment as the handshake.
+                    client._queue(events[index + 1 :])
                     return client
                 if isinstance(event, RejectConnection):
                     raise WebSocketClosed(f"rejected with {event.status_code}")
@@ -81,17 +85,24 @@ class WsClient:
         """The next text message, decoded."""
         return json.loads(await self.receive_text())
 
+    def _queue(self, events: Sequence[Any]) -> None:
+        """Keep the text messages of `events`; the close, once the messages before it are
+        taken."""
+        for event in events:
+            if isinstance(event, TextMessage):
+                self._text.append(event.data)
+                if event.message_finished:
+                    self._pending.append("".join(self._text))
+                    self._text.clear()
+            elif isinstance(event, CloseConnection):
+                self._closed = event.reason or "closed"
+
     async def receive_text(self) -> str:
         """The next text message."""
         while not self._pending:
-            for event in await self._events():
-                if isinstance(event, TextMessage):
-                    self._text.append(event.data)
-                    if event.message_finished:
-                        self._pending.append("".join(self._text))
-                        self._text.clear()
-                elif isinstance(event, CloseConnection):
-                    raise WebSocketClosed(event.reason or "closed")
+            if self._closed is not None:
+                raise WebSocketClosed(self._closed)
+            self._queue(await self._events())
         return self._pending.pop(0)
 
     async def send_json(self, value: Any) -> None:

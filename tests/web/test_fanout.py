@@ -141,3 +141,79 @@ async def test_a_stuck_viewer_skips_states_and_delays_no_other(
     assert not broadcast.viewers
     await trio.sleep(0.3)
     assert not broadcast._ticking  # the ticker ends with its last viewer
+
+
+async def _raw_pair() -> tuple[fanout.RawSocket, trio.SocketStream, trio.Lock]:
+    """A RawSocket on one end of a connected socket pair (small buffers, so that a frame can
+    fill them) and the other end, as the viewer's browser."""
+    ours, theirs = trio.socket.socketpair()
+    for sock in (ours, theirs):
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_SNDBUF, 4096)
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_RCVBUF, 4096)
+    lock = trio.Lock()
+    return fanout.RawSocket(trio.SocketStream(ours), lock, 0), trio.SocketStream(theirs), lock
+
+
+async def _read_exactly(stream: trio.SocketStream, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = await stream.receive_some(size - len(data))
+        assert chunk, "the connection ended early"
+        data += chunk
+    return data
+
+
+async def test_a_raw_socket_writes_a_frame_at_once_and_frees_the_lock() -> None:
+    raw, browser, lock = await _raw_pair()
+    snapshot = Snapshot("x" * 100)
+    await raw.send(snapshot)
+    assert not lock.locked()
+    assert await _read_exactly(browser, len(snapshot.frame(0))) == snapshot.frame(0)
+
+
+async def test_a_slow_viewer_gets_the_rest_of_its_frame_before_anything_else(
+    nursery: trio.Nursery,
+) -> None:
+    raw, browser, lock = await _raw_pair()
+    big = Snapshot("y" * 300_000)  # far more than the socket pair's buffers hold
+    pong = b"hypercorn's own frame"
+    sent = trio.Event()
+
+    async def send_big() -> None:
+        await raw.send(big)
+        sent.set()
+
+    async def hypercorn_writes() -> None:
+        async with lock:  # as hypercorn does for its pongs and the close
+            await raw.stream.send_all(pong)
+
+    nursery.start_soon(send_big)
+    await trio.testing.wait_all_tasks_blocked()
+    assert lock.locked() and not sent.is_set()  # the rest waits for the browser, locked
+    nursery.start_soon(hypercorn_writes)
+    await trio.testing.wait_all_tasks_blocked()
+    frame = big.frame(0)
+    assert await _read_exactly(browser, len(frame)) == frame  # whole, nothing in between
+    assert await _read_exactly(browser, len(pong)) == pong
+    await sent.wait()
+
+
+async def test_a_raw_socket_waits_while_hypercorn_holds_the_lock(nursery: trio.Nursery) -> None:
+    raw, browser, lock = await _raw_pair()
+    snapshot = Snapshot("z" * 50)
+    await lock.acquire()
+    nursery.start_soon(raw.send, snapshot)
+    await trio.testing.wait_all_tasks_blocked()
+    with trio.move_on_after(0.05):
+        assert await browser.receive_some() == b"", "nothing is written under another's lock"
+    lock.release()
+    assert await _read_exactly(browser, len(snapshot.frame(0))) == snapshot.frame(0)
+
+
+async def test_a_closed_raw_socket_writes_nothing() -> None:
+    raw, browser, lock = await _raw_pair()
+    await raw.stream.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        await raw.send(Snapshot("gone"))
+    assert not lock.locked()
+    assert await browser.receive_some() == b""  # the end of the stream, no bytes
