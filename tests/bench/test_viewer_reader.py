@@ -1,0 +1,38 @@
+"""The lean WebSocket reader of `bench.viewer`'s browser stand-in reads what the web viewer
+sends (`web.fanout.text_frame`), however the bytes are cut."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import trio
+
+from bench.viewer import LeanSocket
+from web.fanout import text_frame
+from web.wsclient import WebSocketClosed
+
+SIZES = [0, 1, 125, 126, 127, 65535, 65536, 70000]
+
+
+async def test_frames_of_every_length_class_in_any_cut(nursery: trio.Nursery) -> None:
+    texts = ["é" * (size // 2) + "x" * (size % 2) for size in SIZES]
+    data = b"".join(text_frame(text.encode()) for text in texts)
+    ours, theirs = trio.socket.socketpair()
+    server, client = trio.SocketStream(ours), trio.SocketStream(theirs)
+    cuts = sorted(random.Random(7).sample(range(1, len(data)), 40))
+
+    async def send_in_pieces() -> None:
+        for start, stop in zip([0, *cuts], [*cuts, len(data)], strict=True):
+            await server.send_all(data[start:stop])
+            await trio.sleep(0)
+        await server.send_all(b"\x88\x00")  # a close frame
+
+    first_piece = data[: cuts[0]]
+    reader = LeanSocket(client, first_piece)  # what came with the handshake
+    data = data[cuts[0] :]
+    cuts = [cut - len(first_piece) for cut in cuts[1:]]
+    nursery.start_soon(send_in_pieces)
+    assert [await reader.receive_text() for _ in texts] == texts
+    with pytest.raises(WebSocketClosed):
+        await reader.receive_text()
