@@ -89,13 +89,14 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
         # reaped or live, its bots and their reaper; the times of all CPUs (/proc/stat) say
         # whether what the run did not use was left idle, went to interrupts or the
         # hypervisor, or was taken by other jobs.
-        samples: list[Sample] = [(started, 0.0, 0.0, *machine_times(), own_bench_cpu())]
+        bench = os.getpid()  # its own CPU: the sampling's
+        samples: list[Sample] = [(started, 0.0, 0.0, *machine_times(), own_cpu_seconds(bench))]
         with tempfile.TemporaryFile() as output:
             process = subprocess.Popen(argv, cwd=directory, env=env, stdout=output, stderr=output)
             while process.poll() is None:
                 sample = tree_cpu_seconds(process.pid)
                 if sample is not None:
-                    samples.append((time.time(), *sample, *machine_times(), own_bench_cpu()))
+                    samples.append((time.time(), *sample, *machine_times(), own_cpu_seconds(bench)))
                 time.sleep(SAMPLE_EVERY)
             ended = time.time()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -106,7 +107,7 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
                 )
         total = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         own = max(sample[1] for sample in samples)
-        samples.append((ended, own, total, *machine_times(), own_bench_cpu()))
+        samples.append((ended, own, total, *machine_times(), own_cpu_seconds(bench)))
         events = [json.loads(line) for line in stream.read_text().splitlines()]
     ends = [event for event in events if event["event"] == "game_end"]
     final = events[-1]
@@ -221,12 +222,6 @@ def machine_times() -> tuple[float, float, float]:
         (int(fields[6]) + int(fields[7])) / TICK,
         int(fields[8]) / TICK,
     )
-
-
-def own_bench_cpu() -> float:
-    """User + system CPU seconds of this process (the bench's own sampling)."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _stat_times(pid: int) -> tuple[int, int] | None:

@@ -3,6 +3,7 @@ sends (`web.fanout.text_frame`), however the bytes are cut."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -20,19 +21,17 @@ async def test_frames_of_every_length_class_in_any_cut(nursery: trio.Nursery) ->
     data = b"".join(text_frame(text.encode()) for text in texts)
     ours, theirs = trio.socket.socketpair()
     server, client = trio.SocketStream(ours), trio.SocketStream(theirs)
-    cuts = sorted(random.Random(7).sample(range(1, len(data)), 40))
+    cuts = [0, *sorted(random.Random(7).sample(range(1, len(data)), 40)), len(data)]
+    pieces = [data[start:stop] for start, stop in itertools.pairwise(cuts)]
 
-    async def send_in_pieces() -> None:
-        for start, stop in zip([0, *cuts], [*cuts, len(data)], strict=True):
-            await server.send_all(data[start:stop])
+    async def send_the_rest() -> None:
+        for piece in pieces[1:]:
+            await server.send_all(piece)
             await trio.sleep(0)
         await server.send_all(b"\x88\x00")  # a close frame
 
-    first_piece = data[: cuts[0]]
-    reader = LeanSocket(client, first_piece)  # what came with the handshake
-    data = data[cuts[0] :]
-    cuts = [cut - len(first_piece) for cut in cuts[1:]]
-    nursery.start_soon(send_in_pieces)
+    reader = LeanSocket(client, pieces[0])  # the first piece came with the handshake
+    nursery.start_soon(send_the_rest)
     assert [await reader.receive_text() for _ in texts] == texts
     with pytest.raises(WebSocketClosed):
         await reader.receive_text()
