@@ -242,23 +242,25 @@ def start_server(options: Options) -> AbstractAsyncContextManager[ServerAddress]
 
 async def save(options: Options, observation: Observation) -> Path | None:
     """Write the game's replay and result line, as asked for; the replay's path."""
-    from server.replays import save_replay
+    from server.replays import ReplayFiles
     from server.results import ResultsLog, game_record
 
     summary = observation.summary
     replay = None
     if options.save_replay:
         names = [options.names[summary.one], options.names[1 - summary.one]]
-        replay = await trio.to_thread.run_sync(
-            save_replay,
-            options.replay_dir,
-            names,
-            summary.room_id,
-            observation.packets,
-            datetime.now(),
-        )
-        if replay is None:
-            summary.notes.append("replay not saved (see the log)")
+        # The thread only writes: what happened is reported here, by the task that prints the
+        # game's line (a line printed from the thread could land inside another on stdout).
+        try:
+            replay = await trio.to_thread.run_sync(
+                ReplayFiles(options.replay_dir).save,
+                names,
+                summary.room_id,
+                observation.packets,
+                datetime.now(),
+            )
+        except OSError as error:
+            summary.notes.append(f"replay not saved: {error}")
     if options.results is not None:
         record = game_record(
             summary.room_id,

@@ -24,9 +24,6 @@ from protocol.errors import RemoteProtocolError
 from protocol.events import GAME_TYPE
 from protocol.messages import Memento, ResultMessage, RoomError
 from protocol.replay import MAX_REPLAY_BYTES, read_replay, write_replay
-from server.logs import get_logger
-
-log = get_logger("server.replays")
 
 PLUGIN_ID = GAME_TYPE
 # Most file systems limit a file name to 255 bytes; names are cut to keep well below that
@@ -137,11 +134,13 @@ class ReplayFiles:
         packets: Sequence[Memento | RoomError | ResultMessage],
         when: datetime,
     ) -> Path:
-        """Reserve a name and write the replay in the official format. Raises OSError."""
+        """Reserve a name and write the replay in the official format; its path. Raises
+        OSError. Logs nothing: it runs in a worker thread of whatever program saves, and that
+        program reports the path or the error where its user reads (piranhas-match: the
+        game's line and its results)."""
         data = write_replay(room_id, packets)
         path = self.reserve(names, when)
         self.write(path, data)
-        log.info("replay saved", room=room_id, path=str(path))
         return path
 
 
@@ -154,25 +153,6 @@ def _sync_directory(directory: Path) -> None:
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
-
-
-def save_replay(
-    directory: Path,
-    names: Sequence[str],
-    room_id: str,
-    packets: Sequence[Memento | RoomError | ResultMessage],
-    now: datetime,
-) -> Path | None:
-    """Write the replay in the official format and return its path. Never overwrites a file:
-    an existing name gets a suffix `-1`, `-2`, ... Creates `directory` if needed. Returns None
-    (after logging the error) if the file cannot be written: a replay never breaks a game.
-    Blocking file I/O: call it from a worker thread in async code. A server recording many
-    games keeps one `ReplayFiles` instead (it remembers the suffixes)."""
-    try:
-        return ReplayFiles(directory).save(names, room_id, packets, now)
-    except OSError as error:
-        log.error("replay not saved", room=room_id, directory=str(directory), error=str(error))
-        return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -236,6 +236,9 @@ async def test_fast_match_alternates_sides_and_counts(tmp_path: Path) -> None:
     assert lines[0].startswith("game 1/4: bot-1 (ONE) vs bot-2 (TWO)")
     assert lines[1].startswith("game 2/4: bot-2 (ONE) vs bot-1 (TWO)")
     assert "0 of 4 games ended irregularly" in run.stdout
+    # Saving a replay prints nothing of its own: such a line, printed from the thread that
+    # saved, could land inside a game's line.
+    assert "replay saved" not in run.stdout + run.stderr
     # Every bot process had its own log, and played (fast_bot logs the end of its game).
     for name in names:
         for number in range(1, 5):
@@ -251,6 +254,23 @@ async def test_fast_match_alternates_sides_and_counts(tmp_path: Path) -> None:
         assert replay.result is not None
         assert replay.result.reason == game["reason"]
         assert replay.states[-1].turn == game["turn"]
+
+
+async def test_a_replay_that_cannot_be_saved_is_a_note_of_its_game(tmp_path: Path) -> None:
+    (tmp_path / "blocker").write_text("a file where the replay folder should be\n")
+    run = await run_match(
+        tmp_path,
+        *("--player1", FAST_BOT, "--player2", FAST_BOT, "--games", "2"),
+        *("--results", "results.jsonl", "--save-replay", "--replay-dir", "blocker"),
+        limit=30,
+    )
+    assert run.status == 0, run.stderr  # the games count; only their replays are missing
+    lines = game_lines(run.stdout)
+    assert len(lines) == 2
+    assert all("; replay not saved: [Errno" in line for line in lines), lines
+    games = records(tmp_path / "results.jsonl")
+    assert not any("replay" in game for game in games)
+    assert all(game["notes"][0].startswith("replay not saved: ") for game in games)
 
 
 async def test_player_that_exits_at_once_ends_the_run(tmp_path: Path) -> None:

@@ -22,7 +22,6 @@ from server.replays import (
     ReplayLoadError,
     load_start_state,
     replay_file_name,
-    save_replay,
 )
 
 NOW = datetime(2026, 4, 2, 11, 38, 21)
@@ -82,13 +81,14 @@ def sample_game() -> tuple[list[object], object]:
 
 
 @needs_protocol
-def test_save_replay_writes_official_format_and_never_overwrites(tmp_path: Path) -> None:
+def test_save_writes_official_format_and_never_overwrites(tmp_path: Path) -> None:
     from protocol.replay import read_replay, write_replay
 
     packets, final_state = sample_game()
     directory = tmp_path / "new" / "replays"
-    first = save_replay(directory, ["alpha", "beta"], "room-1", packets, NOW)  # type: ignore[arg-type]
-    second = save_replay(directory, ["alpha", "beta"], "room-1", packets, NOW)  # type: ignore[arg-type]
+    # Two savers that know nothing of each other, as two piranhas-match runs in one folder.
+    first = ReplayFiles(directory).save(["alpha", "beta"], "room-1", packets, NOW)  # type: ignore[arg-type]
+    second = ReplayFiles(directory).save(["alpha", "beta"], "room-1", packets, NOW)  # type: ignore[arg-type]
     assert first == directory / "replay_swc_2026_piranhas_2026-04-02_11-38-21_alpha_beta.xml"
     assert second == directory / "replay_swc_2026_piranhas_2026-04-02_11-38-21_alpha_beta-1.xml"
     assert first.read_bytes() == write_replay("room-1", packets)  # type: ignore[arg-type]
@@ -97,13 +97,18 @@ def test_save_replay_writes_official_format_and_never_overwrites(tmp_path: Path)
 
 
 @needs_protocol
-def test_save_replay_failure_returns_none_and_logs(tmp_path: Path) -> None:
+def test_save_failure_raises_and_logs_nothing(tmp_path: Path) -> None:
+    # It runs in a saver's worker thread: the saver reports (a line logged from the thread
+    # went to piranhas-match's stdout and could land inside a game's line).
     packets, _ = sample_game()
     blocker = tmp_path / "file"
     blocker.write_text("", encoding="utf-8")
+    with structlog.testing.capture_logs() as logs, pytest.raises(OSError):
+        ReplayFiles(blocker).save(["a", "b"], "r", packets, NOW)  # type: ignore[arg-type]
+    assert logs == []
     with structlog.testing.capture_logs() as logs:
-        assert save_replay(blocker, ["a", "b"], "r", packets, NOW) is None  # type: ignore[arg-type]
-    assert [entry["log_level"] for entry in logs] == ["error"]
+        ReplayFiles(tmp_path / "ok").save(["a", "b"], "r", packets, NOW)  # type: ignore[arg-type]
+    assert logs == []
 
 
 @needs_protocol
