@@ -6,7 +6,8 @@ games between the same two bots through `piranhas-match` and through a two-team 
     python -m bench.league --overhead [--small 4] [--large 20] [--repeat 3]
 
 `--overhead` measures only the per-game cost, side by side: each tool plays `--small` and
-`--large` games (same bots, seeds, concurrency), in turn, `--repeat` times; a game's cost is
+`--large` games (same bots, seed, concurrency), in turn, `--repeat` times, with a new seed each
+repeat (the two tools make different boards of one seed); a game's cost is
 the marginal one, (wall(large) - wall(small)) / (large - small), so the start-ups cancel
 (they are printed apart). Printed: each tool's cost per game (mean ± 95 % CI over the
 repeats), the league's extra cost per game (paired by repeat) against the goal of 30 ms.
@@ -45,13 +46,15 @@ def bot_command(bot: str) -> list[str]:
     return FAST_BOT
 
 
-def write_league(directory: Path, teams: int, games: int, concurrency: int, bot: str) -> Path:
+def write_league(
+    directory: Path, teams: int, games: int, concurrency: int, bot: str, seed: int = 1
+) -> Path:
     """A league of `teams` copies of the bot."""
     lines = [
         'name = "Bench"',
         f"games_per_match = {games}",
         f"concurrency = {concurrency}",
-        "seed = 1",
+        f"seed = {seed}",
     ]
     for index in range(teams):
         command = bot_command(bot)
@@ -78,11 +81,13 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def match_command(player: str, games: int, concurrency: int, logs: Path) -> list[str]:
+def match_command(
+    player: str, games: int, concurrency: int, logs: Path, seed: int = 1
+) -> list[str]:
     """piranhas-match playing `games` games between two copies of `player`."""
     return [
         str(BIN / "piranhas-match"),
-        *("--player1", player, "--player2", player, "--games", str(games), "--seed", "1"),
+        *("--player1", player, "--player2", player, "--games", str(games), "--seed", str(seed)),
         *("--concurrency", str(concurrency), "--force-concurrency", "--log-dir", str(logs)),
     ]
 
@@ -126,15 +131,21 @@ def overhead(args: argparse.Namespace) -> None:
     starts: dict[str, list[float]] = {tool: [] for tool in tools}
     with tempfile.TemporaryDirectory() as scratch:
         for repeat in range(args.repeat):
+            # The two tools derive their boards from the seed by different hashes
+            # (league.schedule.board_seed, runner.schedule.board_seed), so they play
+            # different boards: a new seed each repeat makes that a random error, which the
+            # interval over the repeats covers, instead of the same bias every repeat.
+            seed = repeat + 1
             measured: dict[tuple[str, int], tuple[float, float, float]] = {}
             for games in (args.small, args.large):
                 for tool in tools if repeat % 2 == 0 else tools[::-1]:
                     run = Path(scratch) / f"{tool}-{repeat}-{games}"
                     run.mkdir()
                     if tool == "match":
-                        argv = match_command(player, games, args.concurrency, run / "logs")
+                        logs = run / "logs"
+                        argv = match_command(player, games, args.concurrency, logs, seed)
                     else:
-                        league = write_league(run, 2, games, args.concurrency, args.bot)
+                        league = write_league(run, 2, games, args.concurrency, args.bot, seed)
                         argv = [str(BIN / "piranhas-league"), "run", str(league)]
                     measured[tool, games] = timed_cpu(argv, run)
             line = [f"repeat {repeat + 1}:"]
