@@ -17,6 +17,9 @@ game to the next one when it ends. For each window it prints:
   opponent receiving its moveRequest (both clients share this process's clock), all games;
 - server CPU: CPU seconds the server process used per second of wall time; web CPU: the same
   for the web viewer's process;
+- waited: milliseconds per second the players' clients (this process), the server and the
+  web process spent on a run queue waiting for a CPU (/proc schedstat): whether a slower
+  p99 comes from scheduling or from the work beside it (caches, the kernel);
 - with viewers also the viewers' delay p50/p99: from the move leaving its client to a viewer
   receiving a snapshot that shows it (snapshots are rate-limited, latest state wins).
 
@@ -294,6 +297,23 @@ def slice_ms(pid: int) -> str:
     return "unknown"
 
 
+def waited_seconds(pid: int) -> float:
+    """Seconds the threads of a process have waited on a run queue for a CPU (the second field
+    of /proc/PID/task/TID/schedstat): what a slower move has to do with scheduling, apart
+    from what it has to do with caches or the kernel's own work."""
+    total = 0
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
+
+
+def web_waited_seconds(pid: int) -> float:
+    """Seconds the server's children (the web viewer runs in one) waited for a CPU."""
+    return sum(waited_seconds(child) for child in children(pid))
+
+
 def web_cpu_seconds(pid: int) -> float:
     """CPU seconds of the server's children (the web viewer runs in one)."""
     total = 0.0
@@ -303,18 +323,30 @@ def web_cpu_seconds(pid: int) -> float:
     return total
 
 
-async def measure(shared: Shared, pid: int, seconds: float) -> tuple[Window, float, float, float]:
+def waits(pid: int) -> tuple[float, float, float]:
+    """Seconds waited for a CPU so far: the players' clients (this process), the server, the
+    web process."""
+    return waited_seconds(os.getpid()), waited_seconds(pid), web_waited_seconds(pid)
+
+
+async def measure(
+    shared: Shared, pid: int, seconds: float
+) -> tuple[Window, float, float, float, tuple[float, float, float]]:
     window = shared.window = Window(measuring=True)
     cpu_before, started = cpu_seconds(pid), time.perf_counter()
-    web_before = web_cpu_seconds(pid)
+    web_before, waits_before = web_cpu_seconds(pid), waits(pid)
     await trio.sleep(seconds)
     window.measuring = False
     elapsed = time.perf_counter() - started
+    waited = tuple(
+        (after - before) / elapsed for after, before in zip(waits(pid), waits_before, strict=True)
+    )
     return (
         window,
         elapsed,
         (cpu_seconds(pid) - cpu_before) / elapsed,
         (web_cpu_seconds(pid) - web_before) / elapsed,
+        (waited[0], waited[1], waited[2]),
     )
 
 
@@ -329,6 +361,8 @@ class Measured:
     web_cpu: float
     viewers_cpu: float = 0.0  # the viewers' process (the browsers' stand-in)
     load: float = 0.0  # the 1-minute load average at the window's end
+    # Seconds per second waited for a CPU: the players' clients, the server, the web process.
+    waited: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @property
     def rate(self) -> float:
@@ -405,7 +439,7 @@ async def run(
             process = await start_viewers(web_port, count, viewer_cpus) if count else None
             await trio.sleep(settle)
             viewers_before = cpu_seconds(process.pid) if process is not None else 0.0
-            window, elapsed, cpu, web_cpu = await measure(shared, pid, seconds)
+            window, elapsed, cpu, web_cpu, waited = await measure(shared, pid, seconds)
             viewers_cpu = (
                 (cpu_seconds(process.pid) - viewers_before) / elapsed
                 if process is not None
@@ -420,7 +454,16 @@ async def run(
                         window.snapshots += 1
                         window.viewer_delays.append(when - sent)
             measured.append(
-                Measured(count, window, elapsed, cpu, web_cpu, viewers_cpu, os.getloadavg()[0])
+                Measured(
+                    count,
+                    window,
+                    elapsed,
+                    cpu,
+                    web_cpu,
+                    viewers_cpu,
+                    os.getloadavg()[0],
+                    waited,
+                )
             )
             print(format_window(measured[-1]), flush=True)
         nursery.cancel_scope.cancel()
@@ -440,13 +483,14 @@ def format_window(measured: Measured) -> str:
         f"{measured.viewers:>7} {len(window.latencies):>6} {measured.rate:8.1f} "
         f"{percentile(window.latencies, 0.5) * 1000:8.3f} {measured.p99 * 1000:8.3f} "
         f"{measured.cpu:6.2f} {measured.web_cpu:7.2f} {measured.viewers_cpu:7.2f} {view}"
-        f" {measured.load:5.1f}"
+        f" {measured.load:5.1f} " + "/".join(f"{wait * 1000:.1f}" for wait in measured.waited)
     )
 
 
 HEADER = (
     f"{'viewers':>7} {'moves':>6} {'moves/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'CPU':>6} "
-    f"{'web CPU':>7} {'vw CPU':>7} {'view p50/p99':>20} {'load':>5}"
+    f"{'web CPU':>7} {'vw CPU':>7} {'view p50/p99':>20} {'load':>5} "
+    "waited ms/s: clients/server/web"
 )
 
 
@@ -550,6 +594,15 @@ def summarise(measured: list[Measured], viewers: int, resamples: int) -> None:
             f"{(web_watched - web_alone) / per_second * 1e6:.0f} µs "
             f"({per_second:.0f} snapshots/s to the viewers)"
         )
+
+    def waited(windows: list[Measured], which: int) -> str:
+        return f"{statistics.fmean(m.waited[which] for m in windows) * 1000:.2f}"
+
+    print(
+        "  waited for a CPU (ms per second): the players' clients "
+        f"{waited(alone, 0)} -> {waited(watched, 0)}, the server {waited(alone, 1)} -> "
+        f"{waited(watched, 1)}, the web process {waited(alone, 2)} -> {waited(watched, 2)}"
+    )
     print(
         f"  server CPU {statistics.fmean(m.cpu for m in alone):.3f} -> "
         f"{statistics.fmean(m.cpu for m in watched):.3f}, web CPU "
