@@ -31,6 +31,7 @@ import structlog
 import trio
 
 from client import ClientSession
+from fleet.queue import HEARTBEAT_TIMEOUT_MS
 from fleet.runs import MatchRun, Runs, RunStatus
 from league.config import LeagueConfig
 from league.postgres import retrying
@@ -51,10 +52,17 @@ POLL_INTERVAL = 1.0
 class FleetStore(AsyncStore):
     """The league store and the match runs on one connection, used from one thread (SQLite
     connections belong to their thread); calls wait for PostgreSQL to come back after a
-    restart (`retrying`)."""
+    restart (`retrying`).
+
+    A worker presumed dead (no heartbeat in Redis for `HEARTBEAT_TIMEOUT_MS`) may be frozen in
+    the middle of a transaction, holding the row locks of its match: PostgreSQL ends such a
+    transaction after the same time, so the worker that takes the match over is not blocked
+    until the frozen one resumes (`idle_in_transaction_ms`)."""
 
     def __init__(self, database: str) -> None:
-        super().__init__(lambda: LeagueStore(open_backend(database)))
+        super().__init__(
+            lambda: LeagueStore(open_backend(database, idle_in_transaction_ms=HEARTBEAT_TIMEOUT_MS))
+        )
         self.runs = Runs(self.store.backend)
 
     def attempt(self, operation: Callable[[], T]) -> T:

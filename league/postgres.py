@@ -92,8 +92,10 @@ def is_connection_error(error: BaseException) -> bool:
         return False
     if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
         return True
-    # 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now.
-    return isinstance(error, psycopg.Error) and (error.sqlstate or "").startswith("57P")
+    # 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now; 25P03: the server
+    # ended a session left idle in a transaction (`idle_in_transaction_ms`), rolled back.
+    sqlstate = (error.sqlstate or "") if isinstance(error, psycopg.Error) else ""
+    return sqlstate.startswith("57P") or sqlstate == "25P03"
 
 
 def retrying(
@@ -152,10 +154,17 @@ class _PostgresTransaction:
 class PostgresBackend:
     """One psycopg connection (use one backend per thread or process), reconnected once when a
     transaction starts on a broken one. The first connection raises StoreError when it fails
-    (permanent or not: see the module doc)."""
+    (permanent or not: see the module doc).
 
-    def __init__(self, dsn: str) -> None:
+    `idle_in_transaction_ms`: the server ends the session (rolling its transaction back) when
+    it waits that long for the next statement of an open transaction. A process frozen in the
+    middle of a transaction (SIGSTOP, a paused VM, a hung thread) would otherwise keep its row
+    locks until it resumes, and block whoever takes its work over. Its next call then fails as
+    a connection error (`retrying` repeats the operation on a new connection)."""
+
+    def __init__(self, dsn: str, *, idle_in_transaction_ms: int | None = None) -> None:
         self.dsn = dsn
+        self.idle_in_transaction_ms = idle_in_transaction_ms
         self._connection: psycopg.Connection[Any] | None = None
         try:
             self._connect()
@@ -169,9 +178,13 @@ class PostgresBackend:
         conninfo = psycopg.conninfo.make_conninfo(
             self.dsn, **dict(option.split("=") for option in TCP_OPTIONS.split())
         )
-        self._connection = psycopg.connect(
-            conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True
-        )
+        connection = psycopg.connect(conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True)
+        if self.idle_in_transaction_ms is not None:
+            # For this session, and for each new one after a reconnect.
+            connection.execute(
+                f"SET idle_in_transaction_session_timeout = {int(self.idle_in_transaction_ms)}"
+            )
+        self._connection = connection
         return self._connection
 
     @contextmanager

@@ -212,14 +212,15 @@ def is_postgres(database: str) -> bool:
     return database.startswith(("postgresql://", "postgres://"))
 
 
-def open_backend(database: str) -> Backend:
+def open_backend(database: str, *, idle_in_transaction_ms: int | None = None) -> Backend:
     """The backend of the store address `database`: `postgresql://…` (or `postgres://…`) for
-    the shared store of a distributed league, anything else the path of an SQLite file."""
+    the shared store of a distributed league, anything else the path of an SQLite file.
+    `idle_in_transaction_ms`: PostgreSQL only, see `league.postgres.PostgresBackend`."""
     if is_postgres(database):
         # Only then: psycopg is an optional dependency (the `distributed` extra).
         from league.postgres import PostgresBackend
 
-        return PostgresBackend(database)
+        return PostgresBackend(database, idle_in_transaction_ms=idle_in_transaction_ms)
     return SQLiteBackend(Path(database))
 
 

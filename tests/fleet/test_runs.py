@@ -4,12 +4,17 @@ requeue on shutdown, failure, and the status report. SQLite always; PostgreSQL w
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from fleet.coordinator import format_status
+from fleet.match import FleetStore
+from fleet.queue import HEARTBEAT_TIMEOUT_MS
 from fleet.runs import Runs, RunStatus
 from fleet.stores import open_store
 from league.config import LeagueConfig, parse_league
@@ -147,3 +152,56 @@ def test_status_shows_the_worker_and_since_when(
         "last heartbeat 75 s ago)"
     )
     assert lines[2] == "match 3: failed: bot t3 does not start"
+
+
+@pytest.mark.distributed
+def test_a_worker_frozen_in_a_transaction_does_not_block_the_next_attempt(
+    postgres_dsn: str, league: LeagueConfig
+) -> None:
+    """A worker stopped (SIGSTOP, a paused VM) between two statements of a transaction keeps
+    its match's row locked: the worker that takes the match over once the frozen one is
+    presumed dead must not wait until it resumes. PostgreSQL ends the frozen transaction after
+    the queue's heartbeat timeout; the resumed worker then finds its attempt superseded."""
+    store, runs = open_store(postgres_dsn)
+    matches = build_schedule(league)
+    store.initialize(league, matches)
+    runs.initialize(matches)
+    store.close()
+    frozen, taker = FleetStore(postgres_dsn), FleetStore(postgres_dsn)
+    pool = ThreadPoolExecutor(max_workers=2)
+    inside, resume = threading.Event(), threading.Event()
+    try:
+        run = frozen.call_sync(frozen.runs.start, 1, "w1")
+        assert run is not None
+
+        def heartbeat_frozen_midway() -> bool:
+            # The heartbeat's first statement, then the process stops before the next one.
+            with frozen.store.backend.transaction() as tx:
+                tx.execute(
+                    "UPDATE fleet_runs SET heartbeat_at = 0 WHERE match_id = ? AND attempt = ?",
+                    (run.match_id, run.attempt),
+                )
+                inside.set()
+                resume.wait()
+                tx.query("SELECT 1")
+            return frozen.runs.heartbeat(run)
+
+        late = pool.submit(frozen.call_sync, heartbeat_frozen_midway)
+        assert inside.wait(10)
+        began = time.monotonic()
+        second = pool.submit(taker.call_sync, taker.runs.start, 1, "w2")
+        try:
+            # Without the server's timeout this waits until the frozen worker resumes.
+            took_over = second.result(HEARTBEAT_TIMEOUT_MS / 1000 + 10)
+        finally:
+            resume.set()
+        assert took_over is not None and took_over.attempt == 2
+        assert time.monotonic() - began < HEARTBEAT_TIMEOUT_MS / 1000 + 5
+        # The resumed worker's transaction was rolled back; repeated, it is fenced off.
+        with pytest.raises(StaleAttemptError):
+            late.result(30)
+    finally:
+        resume.set()
+        pool.shutdown()
+        frozen.close()
+        taker.close()
