@@ -128,7 +128,9 @@ class GameState:
     _connected: tuple[bool, bool] | None
 
     def __init__(self) -> None:
-        raise TypeError("use GameState.initial() or GameState.from_rows()")
+        raise TypeError(
+            "use GameState.initial(), GameState.from_rows() or GameState.from_bitboards()"
+        )
 
     @classmethod
     def _make(
@@ -208,6 +210,39 @@ class GameState:
                         ge2 |= bit
                         if code & _GE3_BIT:
                             ge3 |= bit
+        return cls._make(geo, (one, two, squid, ge2, ge3), turn, first_union, last_move)
+
+    @classmethod
+    def from_bitboards(
+        cls,
+        boards: tuple[int, int, int, int, int],
+        width: int = BOARD_SIZE,
+        height: int = BOARD_SIZE,
+        turn: int = 0,
+        first_union: Team | None = None,
+        last_move: Move | None = None,
+    ) -> GameState:
+        """The inverse of `bitboards`: a state from its five masks, without a field-by-field
+        board (a process that receives states as masks: the web viewer's, every move of every
+        game). Raises ValueError for masks that are no board: a bit off the board, a field held
+        by two of fish ONE, fish TWO and squid, or a size bit without a fish under it.
+
+        >>> state = GameState.initial(7)
+        >>> GameState.from_bitboards(state.bitboards()) == state
+        True
+        """
+        if turn < 0:
+            raise ValueError(f"turn must not be negative, got {turn}")
+        if width <= 0 or height <= 0:
+            raise ValueError("the board must be a non-empty rectangle of fields")
+        one, two, squid, ge2, ge3 = boards
+        geo = geometry(width, height)
+        if (one | two | squid | ge2 | ge3) & ~geo.full:
+            raise ValueError("a mask has a bit off the board")
+        if one & two or one & squid or two & squid:
+            raise ValueError("a field is held twice")
+        if ge2 & ~(one | two) or ge3 & ~ge2:
+            raise ValueError("a size bit without a fish of that size under it")
         return cls._make(geo, (one, two, squid, ge2, ge3), turn, first_union, last_move)
 
     # ---- plain data ----------------------------------------------------------------

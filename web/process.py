@@ -36,7 +36,7 @@ from typing import Any
 import structlog
 import trio
 
-from engine import FieldState, GameState
+from engine import GameState
 from protocol.messages import Left, Memento, ServerMessage
 from runner.processes import SpawnThread
 from server.config import Settings
@@ -56,8 +56,6 @@ RESTART_DELAY = 0.5
 MAX_RESTART_DELAY = 60.0
 STOP_TIMEOUT = 3.0
 _HEADER = struct.Struct(">I")
-_ONE = {1: FieldState.ONE_S, 2: FieldState.ONE_M, 3: FieldState.ONE_L}
-_TWO = {1: FieldState.TWO_S, 2: FieldState.TWO_M, 3: FieldState.TWO_L}
 
 Event = tuple[Any, ...]
 
@@ -73,26 +71,11 @@ def encode_event(event: Event) -> Event:
     return event
 
 
-def _field(boards: tuple[int, int, int, int, int], bit: int) -> FieldState:
-    one, two, squid, ge2, ge3 = boards
-    size = 3 if ge3 & bit else 2 if ge2 & bit else 1
-    if one & bit:
-        return _ONE[size]
-    if two & bit:
-        return _TWO[size]
-    return FieldState.SQUID if squid & bit else FieldState.EMPTY
-
-
 def decode_event(event: Event) -> Event:
-    """The inverse of `encode_event` (field (x, y) is bit y * (width + 1) + x,
-    `GameState.bitboards`)."""
+    """The inverse of `encode_event`."""
     if event[0] == "memento":
         _, now, room_id, boards, (width, height, turn, first_union, last_move) = event
-        stride = width + 1
-        rows = [
-            [_field(boards, 1 << (y * stride + x)) for x in range(width)] for y in range(height)
-        ]
-        state = GameState.from_rows(rows, turn, first_union, last_move)
+        state = GameState.from_bitboards(boards, width, height, turn, first_union, last_move)
         return ("observe", now, Memento(room_id, state))
     return event
 

@@ -349,3 +349,53 @@ def test_any_seed_gives_a_valid_start_board(seed: int) -> None:
             assert one.size == two.size
     assert sum(f is FieldState.EMPTY for row in rows for f in row) == 100 - 32 - 2
     assert state == GameState.initial(seed)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    board=boards(),
+    turn=st.integers(0, 70),
+    first_union=st.sampled_from([None, Team.ONE, Team.TWO]),
+)
+def test_from_bitboards_inverts_bitboards(
+    board: Board, turn: int, first_union: Team | None
+) -> None:
+    state = GameState.from_rows(board, turn, first_union)
+    height, width = len(board), len(board[0])
+    again = GameState.from_bitboards(state.bitboards(), width, height, turn, first_union)
+    assert again == state
+    assert again.rows() == board
+    assert again.legal_moves() == state.legal_moves()
+    assert again.is_over == state.is_over
+
+
+@settings(max_examples=150, deadline=None)
+@given(board=boards(), which=st.integers(0, 4), bit=st.integers(0, 120))
+def test_from_bitboards_refuses_masks_that_are_no_board(board: Board, which: int, bit: int) -> None:
+    state = GameState.from_rows(board)
+    height, width = len(board), len(board[0])
+    masks = list(state.bitboards())
+    masks[which] |= 1 << bit
+    x, y = bit % (width + 1), bit // (width + 1)
+    on_the_board = x < width and y < height
+    one, two, squid, ge2, ge3 = masks
+    holder = [one, two, squid]
+    held = sum(1 for mask in holder if mask >> bit & 1)
+    sized = not (ge2 >> bit & 1) or bool((one | two) >> bit & 1)
+    sized = sized and (not (ge3 >> bit & 1) or bool(ge2 >> bit & 1))
+    if on_the_board and held <= 1 and sized:
+        # Still a board (the bit was set already, or it is a valid field): accepted.
+        assert GameState.from_bitboards((one, two, squid, ge2, ge3), width, height).bitboards() == (
+            one,
+            two,
+            squid,
+            ge2,
+            ge3,
+        )
+    else:
+        try:
+            GameState.from_bitboards((one, two, squid, ge2, ge3), width, height)
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"accepted mask {which} with bit {bit} set on {width}x{height}")
