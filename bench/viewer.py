@@ -23,9 +23,12 @@ game to the next one when it ends. For each window it prints:
 - with viewers also the viewers' delay p50/p99: from the move leaving its client to a viewer
   receiving a snapshot that shows it (snapshots are rate-limited, latest state wins).
 
-Then the comparison: the p99 of all windows' moves pooled, with a 95 % bootstrap interval of
-the ratio; the median of the per-window p99s; each window with viewers against the mean of the
-two windows without viewers around it; the throughput likewise; the load average.
+Then the comparison. The goal's figure: each window with viewers against the mean of the two
+windows without viewers around it, the median of those ratios with a distribution-free interval
+(the window is the unit: the machine drifts between windows by more than the goal's 10 %, so
+more rounds narrow the interval); beside it the p99 of all windows' moves pooled (its bootstrap
+over the moves is blind to that drift), the median of the per-window p99s, the throughput
+likewise, the load average.
 
 Run:  .venv/bin/python -m bench.viewer [--viewers 500] [--rounds 4] [--seconds 15] [--games 10]
 """
@@ -48,7 +51,14 @@ from pathlib import Path
 
 import trio
 
-from bench.serverprocess import PASSWORD, REPO, cpu_seconds, percentile, start_server
+from bench.serverprocess import (
+    PASSWORD,
+    REPO,
+    cpu_seconds,
+    median_interval,
+    percentile,
+    start_server,
+)
 from client import ConnectionClosed, open_session
 from engine import GameState, Move
 from protocol import GAME_TYPE
@@ -540,14 +550,28 @@ def summarise(measured: list[Measured], viewers: int, resamples: int) -> None:
         f"{len(alone)} windows without and {len(watched)} with {viewers} viewers, in turn, "
         f"{len(base)} and {len(other)} moves:"
     )
-    # The goal's figure: the pooled p99 and its interval; "met" only when the whole interval
-    # is within +10 %, "missed" only when all of it is above (else the run cannot tell).
-    verdict = "met" if high - 1 <= 0.10 else "missed" if low - 1 > 0.10 else "undecided"
+    # The goal's figure: each window with viewers against the windows without around it, and
+    # a distribution-free interval of the median of those ratios. The unit is the window: the
+    # machine drifts between windows (one window without viewers alone can double the p99),
+    # and a bootstrap over the pooled moves, which treats every move as independent, gives an
+    # interval far too narrow for that. "met" only when the whole interval is within +10 %,
+    # "missed" only when all of it is above (else the run cannot tell).
+    ratios = [ratio for ratio, _ in pairs]
+    paired_low, paired_high, coverage = median_interval(ratios)
+    verdict = (
+        "met" if paired_high - 1 <= 0.10 else "missed" if paired_low - 1 > 0.10 else "undecided"
+    )
+    print(
+        f"  p99, each window with viewers against the two without around it: median "
+        f"{100 * (statistics.median(ratios) - 1):+.1f} % ({len(ratios)} pairs; "
+        f"{100 * coverage:.0f} % interval {100 * (paired_low - 1):+.1f} .. "
+        f"{100 * (paired_high - 1):+.1f} %: p99 within +10 % {verdict})"
+    )
     print(
         f"  p99 pooled: {percentile(base, 0.99) * 1000:.3f} -> "
         f"{percentile(other, 0.99) * 1000:.3f} ms, {100 * change:+.1f} % "
-        f"(95 % bootstrap CI {100 * (low - 1):+.1f} .. {100 * (high - 1):+.1f} %: "
-        f"p99 within +10 % {verdict})"
+        f"(bootstrap over the moves, blind to the drift between windows: "
+        f"{100 * (low - 1):+.1f} .. {100 * (high - 1):+.1f} %)"
     )
     print(
         f"  p99 median of the windows: {median_alone * 1000:.3f} -> "
