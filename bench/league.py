@@ -10,7 +10,9 @@ games between the same two bots through `piranhas-match` and through a two-team 
 repeat (the two tools make different boards of one seed); a game's cost is
 the marginal one, (wall(large) - wall(small)) / (large - small), so the start-ups cancel
 (they are printed apart). Printed: each tool's cost per game (mean ± 95 % CI over the
-repeats), the league's extra cost per game (paired by repeat) against the goal of 30 ms.
+repeats), the league's extra cost per game (paired by repeat) against the goal of 30 ms, and
+the same per move, scaled to a game of the mean length (moves from piranhas-match's results
+and the league's store): the boards' different game lengths drop out.
 
 Built-in bots are `builtin:NAME` (piranhas-bot); where this installation lacks it, the fast
 test bot (tests/bots/fast_bot.py) stands in and the output says so. Prints the command lines,
@@ -20,11 +22,13 @@ the wall times and the load average before and after.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
 import resource
 import shlex
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -120,6 +124,17 @@ def timed_cpu(command: list[str], cwd: Path) -> tuple[float, float, float]:
     return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), own
 
 
+def moves_played(tool: str, run: Path) -> int:
+    """The moves of every game a run played: piranhas-match's results file (each game's
+    turn), the league's store (each game's record, one <move> a move)."""
+    if tool == "match":
+        lines = (run / "results.jsonl").read_text(encoding="utf-8").splitlines()
+        return sum(int(json.loads(line)["turn"]) for line in lines if line.strip())
+    with contextlib.closing(sqlite3.connect(run / "league.sqlite")) as connection:
+        records = connection.execute("SELECT game_record FROM results").fetchall()
+    return sum(str(record).count("<move>") for (record,) in records)
+
+
 def overhead(args: argparse.Namespace) -> None:
     """The per-game cost of the league over piranhas-match, start-ups cancelled: wall time
     and CPU time (less sensitive to other jobs on a shared machine)."""
@@ -128,6 +143,10 @@ def overhead(args: argparse.Namespace) -> None:
     tools = ("match", "league")
     kinds = ("wall", "cpu", "own")
     costs: dict[tuple[str, str], list[float]] = {(t, k): [] for t in tools for k in kinds}
+    # The same per move, and the moves of a marginal game: the tools play different boards,
+    # whose games differ in length; per move, that part of the board's luck drops out.
+    per_move: dict[tuple[str, str], list[float]] = {(t, k): [] for t in tools for k in kinds}
+    game_moves: list[float] = []
     starts: dict[str, list[float]] = {tool: [] for tool in tools}
     with tempfile.TemporaryDirectory() as scratch:
         for repeat in range(args.repeat):
@@ -137,6 +156,7 @@ def overhead(args: argparse.Namespace) -> None:
             # interval over the repeats covers, instead of the same bias every repeat.
             seed = repeat + 1
             measured: dict[tuple[str, int], tuple[float, float, float]] = {}
+            moves: dict[tuple[str, int], int] = {}
             for games in (args.small, args.large):
                 for tool in tools if repeat % 2 == 0 else tools[::-1]:
                     run = Path(scratch) / f"{tool}-{repeat}-{games}"
@@ -144,10 +164,12 @@ def overhead(args: argparse.Namespace) -> None:
                     if tool == "match":
                         logs = run / "logs"
                         argv = match_command(player, games, args.concurrency, logs, seed)
+                        argv += ["--results", "results.jsonl"]
                     else:
                         league = write_league(run, 2, games, args.concurrency, args.bot, seed)
                         argv = [str(BIN / "piranhas-league"), "run", str(league)]
                     measured[tool, games] = timed_cpu(argv, run)
+                    moves[tool, games] = moves_played(tool, run)
             line = [f"repeat {repeat + 1}:"]
             for tool in tools:
                 small, large = measured[tool, args.small], measured[tool, args.large]
@@ -157,6 +179,10 @@ def overhead(args: argparse.Namespace) -> None:
                 costs[tool, "wall"].append(wall * 1000)
                 costs[tool, "cpu"].append(cpu * 1000)
                 costs[tool, "own"].append(own * 1000)
+                extra_moves = moves[tool, args.large] - moves[tool, args.small]
+                game_moves.append(extra_moves / extra)
+                for index, kind in enumerate(kinds):
+                    per_move[tool, kind].append((large[index] - small[index]) / extra_moves * 1e6)
                 starts[tool].append((small[0] - args.small * wall) * 1000)
                 line.append(
                     f"{tool} {small[0]:.2f}/{large[0]:.2f} s -> {wall * 1000:.1f} ms wall, "
@@ -185,6 +211,19 @@ def overhead(args: argparse.Namespace) -> None:
             f"the league costs {mean:+.1f} ± {half:.1f} ms {labels[kind]} per game more than "
             f"piranhas-match ({args.repeat} paired repeats, concurrency {args.concurrency}, "
             f"{args.small} and {args.large} games; goal ≤ 30 ms: {verdict})"
+        )
+    # Per move, scaled to a game of the mean length: the boards' different lengths drop out.
+    length = statistics.fmean(game_moves)
+    for kind in kinds:
+        extra = [
+            (league - match) * length / 1000
+            for league, match in zip(per_move["league", kind], per_move["match", kind], strict=True)
+        ]
+        mean, half = mean_ci(extra)
+        verdict = "met" if mean + half <= 30 else "not shown" if mean - half <= 30 else "missed"
+        print(
+            f"per move, for a game of {length:.1f} moves: the league costs {mean:+.1f} ± "
+            f"{half:.1f} ms {labels[kind]} per game more (goal ≤ 30 ms: {verdict})"
         )
 
 
