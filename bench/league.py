@@ -201,30 +201,29 @@ def overhead(args: argparse.Namespace) -> None:
         )
     labels = {"wall": "wall", "cpu": "CPU in all", "own": "CPU of its own process"}
     for kind in kinds:
-        extra = [
-            league - match
-            for league, match in zip(costs["league", kind], costs["match", kind], strict=True)
-        ]
-        mean, half = mean_ci(extra)
-        verdict = "met" if mean + half <= 30 else "not shown" if mean - half <= 30 else "missed"
+        mean, half, verdict = league_extra(costs["league", kind], costs["match", kind], 1.0)
         print(
             f"the league costs {mean:+.1f} ± {half:.1f} ms {labels[kind]} per game more than "
             f"piranhas-match ({args.repeat} paired repeats, concurrency {args.concurrency}, "
             f"{args.small} and {args.large} games; goal ≤ 30 ms: {verdict})"
         )
-    # Per move, scaled to a game of the mean length: the boards' different lengths drop out.
+    # Per move (µs), scaled to a game of the mean length: the boards' different lengths drop out.
     length = statistics.fmean(game_moves)
     for kind in kinds:
-        extra = [
-            (league - match) * length / 1000
-            for league, match in zip(per_move["league", kind], per_move["match", kind], strict=True)
-        ]
-        mean, half = mean_ci(extra)
-        verdict = "met" if mean + half <= 30 else "not shown" if mean - half <= 30 else "missed"
+        scale = length / 1000
+        mean, half, verdict = league_extra(per_move["league", kind], per_move["match", kind], scale)
         print(
             f"per move, for a game of {length:.1f} moves: the league costs {mean:+.1f} ± "
             f"{half:.1f} ms {labels[kind]} per game more (goal ≤ 30 ms: {verdict})"
         )
+
+
+def league_extra(league: list[float], match: list[float], scale: float) -> tuple[float, float, str]:
+    """The league's extra cost, paired by repeat and times `scale` (in ms): mean, the half-width
+    of its 95 % interval, and the verdict on the goal of 30 ms."""
+    mean, half = mean_ci([(one - other) * scale for one, other in zip(league, match, strict=True)])
+    verdict = "met" if mean + half <= 30 else "not shown" if mean - half <= 30 else "missed"
+    return mean, half, verdict
 
 
 def main() -> int:
