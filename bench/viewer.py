@@ -348,7 +348,7 @@ async def measure(
     await trio.sleep(seconds)
     window.measuring = False
     elapsed = time.perf_counter() - started
-    waited = tuple(
+    clients, server, web = (
         (after - before) / elapsed for after, before in zip(waits(pid), waits_before, strict=True)
     )
     return (
@@ -356,7 +356,7 @@ async def measure(
         elapsed,
         (cpu_seconds(pid) - cpu_before) / elapsed,
         (web_cpu_seconds(pid) - web_before) / elapsed,
-        (waited[0], waited[1], waited[2]),
+        (clients, server, web),
     )
 
 
