@@ -7,13 +7,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from bots import BOT_NAMES, GreedyBot, RandomBot, SearchBot, make_bot
 from bots.evaluation import _tightest_spread, evaluate, team_features
 from bots.search import WIN, final_score
-from engine import GameState, Move, Team
+from engine import ROUND_LIMIT, GameState, Move, Team
 from tests.helpers.positions import positions, reachable
 
 # TWO to move (odd turn); exactly one of its moves unites its swarm and wins at once.
@@ -207,6 +207,7 @@ def plain_negamax(state: GameState, depth: int) -> int:
 
 @settings(max_examples=6, deadline=None)
 @given(positions, st.booleans())
+@example(reachable(71, 59), False)  # the last turn: a search of one ply
 def test_search_value_equals_plain_negamax(state: GameState, table: bool) -> None:
     # Pruning, ordering and the transposition table may change which of equal moves is
     # played, never the value of the position.
@@ -214,8 +215,10 @@ def test_search_value_equals_plain_negamax(state: GameState, table: bool) -> Non
     bot = SearchBot(1, max_depth=2, transposition_table=table)
     move = bot.choose(state, 600.0)
     assert bot.last is not None
-    # A forced result ends the deepening early; deeper plies cannot change its value.
-    assert bot.last.depth == 2 or abs(bot.last.score) > WIN - 100
+    # A forced result ends the deepening early; deeper plies cannot change its value. On the
+    # last turn one ply is all there is (hypothesis found turn 59).
+    deepest = min(2, 2 * ROUND_LIMIT - state.turn)
+    assert bot.last.depth == deepest or abs(bot.last.score) > WIN - 100
     expected = plain_negamax(state, 2)
     assert bot.last.score == expected
     assert -plain_negamax(state.apply(move), 1) == expected
