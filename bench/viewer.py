@@ -10,7 +10,8 @@ latency samples. The script measures `--rounds` windows with viewers in one run,
 windows without (none, V, none, ..., V, none: a drift of the machine's load hits both alike); the
 viewers run in a process of their own (nice 19, SCHED_IDLE: they stand for browsers on other
 machines), started before and stopped after each window with viewers, following the watched
-game to the next one when it ends. For each window it prints:
+game to the next one when it ends; it reads all its sockets every 20 ms rather than waiting
+on them, so that the web process's writes do not wake it (`sweep`). For each window it prints:
 
 - moves/s: moves the server accepted per second of wall time, all games;
 - latency p50/p99: the server's per-move latency, from a client sending its move to the
@@ -21,7 +22,8 @@ game to the next one when it ends. For each window it prints:
   web process spent on a run queue waiting for a CPU (/proc schedstat): whether a slower
   p99 comes from scheduling or from the work beside it (caches, the kernel);
 - with viewers also the viewers' delay p50/p99: from the move leaving its client to a viewer
-  receiving a snapshot that shows it (snapshots are rate-limited, latest state wins).
+  reading a snapshot that shows it (snapshots are rate-limited, latest state wins; read up to
+  20 ms after they arrive).
 
 Then the comparison. The goal's figure: each window with viewers against the mean of the two
 windows without viewers around it, the median of those ratios with a distribution-free interval
@@ -41,6 +43,7 @@ import heapq
 import os
 import random
 import re
+import select
 import statistics
 import subprocess
 import sys
@@ -181,6 +184,9 @@ class LeanSocket:
     def __init__(self, stream: trio.SocketStream, buffered: bytes) -> None:
         self.stream = stream
         self.buffer = bytearray(buffered)
+        self.ended: WebSocketClosed | None = (
+            None  # what ended it, once the texts before it are read
+        )
 
     @classmethod
     async def connect(cls, port: int, path: str) -> LeanSocket:
@@ -205,31 +211,124 @@ class LeanSocket:
             raise
         return cls(stream, rest)
 
-    async def receive_text(self) -> str:
-        """The next message's text."""
+    def _next_text(self) -> str | None:
+        """The next whole message's text from the buffer, None if it is not all there yet."""
         buffer = self.buffer
+        if len(buffer) < 2:
+            return None
+        first, length = buffer[0], buffer[1] & 0x7F
+        start = {126: 4, 127: 10}.get(length, 2)
+        if start > 2 and len(buffer) >= start:
+            length = int.from_bytes(buffer[2:start], "big")
+        if len(buffer) < start + length:
+            return None
+        if first != 0x81:  # not a whole text frame: a close, or unexpected
+            raise WebSocketClosed(f"frame 0x{first:02x}")
+        text = buffer[start : start + length].decode()
+        del buffer[: start + length]
+        return text
+
+    def ready_texts(self) -> list[str]:
+        """The messages that have arrived, without waiting (the sweep's read: see `sweep`).
+        Raises WebSocketClosed once those before the end have been returned."""
+        if self.ended is not None:
+            raise self.ended
+        descriptor = self.stream.socket.fileno()
         while True:
-            if len(buffer) >= 2:
-                first, length = buffer[0], buffer[1] & 0x7F
-                start = {126: 4, 127: 10}.get(length, 2)
-                if start > 2 and len(buffer) >= start:
-                    length = int.from_bytes(buffer[2:start], "big")
-                if len(buffer) >= start + length:
-                    if first != 0x81:  # not a whole text frame: a close, or unexpected
-                        raise WebSocketClosed(f"frame 0x{first:02x}")
-                    text = buffer[start : start + length].decode()
-                    del buffer[: start + length]
-                    return text
-            chunk = await self.stream.receive_some(65536)
+            try:
+                chunk = os.read(descriptor, 65536)
+            except BlockingIOError:
+                break
             if not chunk:
-                raise WebSocketClosed("connection closed")
-            buffer += chunk
+                self.ended = WebSocketClosed("connection closed")
+                break
+            self.buffer += chunk
+        texts = []
+        try:
+            while (text := self._next_text()) is not None:
+                texts.append(text)
+        except WebSocketClosed as error:
+            self.ended = error
+        if self.ended is not None and not texts:
+            raise self.ended
+        return texts
 
     async def aclose(self) -> None:
         await self.stream.aclose()
 
 
-async def viewer(web_port: int, watched: Watched, connected: list[int]) -> None:
+# How often the viewers' process reads its sockets (see `sweep`).
+SWEEP_SECONDS = 0.02
+
+
+@dataclass(eq=False)
+class Reading:
+    """A viewer's open connection to a game, read by `sweep` until the game ends."""
+
+    ws: LeanSocket
+    room: str
+    first: bool = True  # the first snapshot shows a state of before the viewer came
+    done: trio.Event = field(default_factory=trio.Event)
+
+
+class Readings:
+    """The viewers' open connections, by descriptor, and a level-triggered epoll of them that
+    is only ever asked without a timeout: nobody waits on it, so a frame arriving wakes no
+    one (`sweep`)."""
+
+    def __init__(self) -> None:
+        self.by_descriptor: dict[int, Reading] = {}
+        self.epoll = select.epoll()
+
+    def add(self, reading: Reading) -> None:
+        descriptor = reading.ws.stream.socket.fileno()
+        self.by_descriptor[descriptor] = reading
+        self.epoll.register(descriptor, select.EPOLLIN)
+
+    def end(self, reading: Reading) -> None:
+        """Stop reading it (before its socket closes) and let its viewer go on."""
+        descriptor = reading.ws.stream.socket.fileno()
+        if self.by_descriptor.get(descriptor) is reading:
+            del self.by_descriptor[descriptor]
+            self.epoll.unregister(descriptor)
+        reading.done.set()
+
+
+async def sweep(watched: Watched, readings: Readings) -> None:
+    """Read the viewers' sockets that have data, each SWEEP_SECONDS, without waiting on any of
+    them: the viewers stand for browsers on other machines, and a process waiting on 500
+    sockets is woken for the frames the web process writes (the kernel's wake-up runs in the
+    writer's send, and the process then runs on the players' clients' CPU), a cost no remote
+    browser puts on the server's machine. A move is seen at the sweep that finds it: up to
+    SWEEP_SECONDS after it arrived."""
+    while True:
+        await trio.sleep(SWEEP_SECONDS)
+        now = time.perf_counter()
+        for descriptor, _ in readings.epoll.poll(0):
+            reading = readings.by_descriptor.get(descriptor)
+            if reading is None:
+                continue
+            try:
+                texts = reading.ws.ready_texts()
+            except (WebSocketClosed, OSError):
+                readings.end(reading)
+                continue
+            for text in texts:
+                # Only the turn and the status: a browser parses the JSON once per snapshot too,
+                # but here all viewers share one process on the machine measured.
+                turn = TURN.search(text)
+                if not reading.first and turn:
+                    watched.seen.append((reading.room, int(turn.group(1)), now))
+                reading.first = False
+                if '"status":"over"' in text or '"missing"' in text:
+                    break  # the game is over
+            else:
+                if reading.ws.ended is None:
+                    continue
+            readings.end(reading)
+
+
+async def viewer(web_port: int, watched: Watched, connected: list[int], readings: Readings) -> None:
     counted = False
     while True:
         room = watched.room
@@ -247,21 +346,12 @@ async def viewer(web_port: int, watched: Watched, connected: list[int]) -> None:
         if not counted:
             connected[0] += 1
             counted = True
+        reading = Reading(ws, room)
+        readings.add(reading)
         try:
-            first = True
-            while True:
-                # Only the turn and the status: a browser parses the JSON once per snapshot too,
-                # but here a hundred viewers share one process next to the measuring clients.
-                text = await ws.receive_text()
-                turn = TURN.search(text)
-                if not first and turn:  # the first one shows a state of before the viewer came
-                    watched.seen.append((room, int(turn.group(1)), time.perf_counter()))
-                first = False
-                if '"status":"over"' in text or '"missing"' in text:
-                    break
-        except (WebSocketClosed, trio.BrokenResourceError):
-            pass  # the viewer watches the next game (or this one again)
+            await reading.done.wait()  # the viewer watches the next game (or this one again)
         finally:
+            readings.end(reading)
             await ws.aclose()
         while watched.room == room:
             await watched.changed.wait()
@@ -273,8 +363,10 @@ async def watch(web_port: int, viewers: int) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(scout, web_port, watched)
         connected = [0]
+        readings = Readings()
+        nursery.start_soon(sweep, watched, readings)
         for _ in range(viewers):
-            nursery.start_soon(viewer, web_port, watched, connected)
+            nursery.start_soon(viewer, web_port, watched, connected, readings)
         while connected[0] < viewers:
             await trio.sleep(0.05)
         print("ready", flush=True)
@@ -661,7 +753,14 @@ def main() -> None:
         default=0.5,
         help="seconds per move in the watched game (as real bots: it lasts about 30 s)",
     )
-    parser.add_argument("--server-cpu", type=int, default=0, help="CPU to pin the server to")
+    parser.add_argument(
+        "--server-cpu",
+        type=lambda text: None if text == "none" else int(text),
+        default=0,
+        help="CPU to pin the server to (default 0; the players' clients run on the others), or "
+        "'none': nothing pinned, the kernel places every process (as on a machine that runs "
+        "a league)",
+    )
     parser.add_argument(
         "--web-cpu",
         choices=("others", "server"),

@@ -1,5 +1,5 @@
 """The lean WebSocket reader of `bench.viewer`'s browser stand-in reads what the web viewer
-sends (`web.fanout.text_frame`), however the bytes are cut."""
+sends (`web.fanout.text_frame`), however the bytes are cut, without ever waiting."""
 
 from __future__ import annotations
 
@@ -32,6 +32,21 @@ async def test_frames_of_every_length_class_in_any_cut(nursery: trio.Nursery) ->
 
     reader = LeanSocket(client, pieces[0])  # the first piece came with the handshake
     nursery.start_soon(send_the_rest)
-    assert [await reader.receive_text() for _ in texts] == texts
-    with pytest.raises(WebSocketClosed):
-        await reader.receive_text()
+    received: list[str] = []
+    with pytest.raises(WebSocketClosed, match="frame 0x88"):
+        while True:  # as the sweep reads: whatever has arrived, never waiting
+            received += reader.ready_texts()
+            await trio.sleep(0.001)
+    assert received == texts
+
+
+async def test_a_closed_connection_ends_the_reading() -> None:
+    ours, theirs = trio.socket.socketpair()
+    server, client = trio.SocketStream(ours), trio.SocketStream(theirs)
+    reader = LeanSocket(client, b"")
+    assert reader.ready_texts() == []  # nothing yet: no wait, no error
+    await server.send_all(text_frame(b"last"))
+    assert reader.ready_texts() == ["last"]
+    await server.aclose()
+    with pytest.raises(WebSocketClosed, match="closed"):
+        reader.ready_texts()
