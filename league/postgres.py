@@ -94,8 +94,17 @@ def is_connection_error(error: BaseException) -> bool:
         return True
     # 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now; 25P03: the server
     # ended a session left idle in a transaction (`idle_in_transaction_ms`), rolled back.
-    sqlstate = (error.sqlstate or "") if isinstance(error, psycopg.Error) else ""
-    return sqlstate.startswith("57P") or sqlstate == "25P03"
+    sqlstate = _sqlstate(error)
+    return sqlstate.startswith("57P") or sqlstate == _IDLE_IN_TRANSACTION
+
+
+# The server ended this session's transaction, left idle too long (a paused process): the
+# database is reachable, the work is repeated on a new connection.
+_IDLE_IN_TRANSACTION = "25P03"
+
+
+def _sqlstate(error: BaseException) -> str:
+    return (error.sqlstate or "") if isinstance(error, psycopg.Error) else ""
 
 
 def retrying(
@@ -120,11 +129,17 @@ def retrying(
                 if failing:
                     report(f"database still unreachable after {retry_for:g} s, giving up")
                 raise
-            if not failing:
+            if _sqlstate(error) == _IDLE_IN_TRANSACTION:
+                # Not an outage (the database answered): no "unreachable ... reachable again".
+                report(
+                    "the database ended this process's transaction, idle for too long (was "
+                    "the process paused?); repeating it on a new connection"
+                )
+            elif not failing:
                 reason = _reason(error)
                 report(f"database unreachable, retrying for up to {retry_for:g} s: {reason}")
                 failing = True
-            log.warning("database unreachable, retrying", error=str(error), delay=delay)
+            log.warning("database operation failed, retrying", error=str(error), delay=delay)
             sleep(delay)
             delay = min(delay * 2, 2.0)
         else:

@@ -73,6 +73,38 @@ def test_retrying_repeats_only_connection_errors_and_gives_up_at_the_deadline() 
     assert not is_connection_error(ValueError("no"))
 
 
+def test_a_transaction_ended_by_the_server_is_repeated_without_an_outage_reported(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # PostgreSQL ends a transaction left idle too long (a paused worker): the database is up.
+    waits: list[float] = []
+    ended = iter([psycopg.errors.lookup("25P03")("terminating connection due to idle-in-...")])
+
+    def resumed() -> str:
+        error = next(ended, None)
+        if error is not None:
+            raise error
+        return "ok"
+
+    assert retrying(resumed, sleep=waits.append) == "ok"
+    assert waits == [0.1]
+    err = capsys.readouterr().err
+    assert "ended this process's transaction" in err and "repeating it" in err
+    assert "unreachable" not in err and "reachable again" not in err
+    # A real outage is still reported as one, and its end too.
+    down = iter([psycopg.OperationalError("connection refused")])
+
+    def outage() -> str:
+        error = next(down, None)
+        if error is not None:
+            raise error
+        return "ok"
+
+    assert retrying(outage, sleep=waits.append) == "ok"
+    err = capsys.readouterr().err
+    assert "database unreachable" in err and "database reachable again" in err
+
+
 def test_a_dead_worker_s_match_and_a_match_given_back_go_to_the_front_of_the_queue() -> None:
     from fleet.queue import _dispatch_script
 

@@ -156,7 +156,7 @@ def test_status_shows_the_worker_and_since_when(
 
 @pytest.mark.distributed
 def test_a_worker_frozen_in_a_transaction_does_not_block_the_next_attempt(
-    postgres_dsn: str, league: LeagueConfig
+    postgres_dsn: str, league: LeagueConfig, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A worker stopped (SIGSTOP, a paused VM) between two statements of a transaction keeps
     its match's row locked: the worker that takes the match over once the frozen one is
@@ -200,6 +200,10 @@ def test_a_worker_frozen_in_a_transaction_does_not_block_the_next_attempt(
         # The resumed worker's transaction was rolled back; repeated, it is fenced off.
         with pytest.raises(StaleAttemptError):
             late.result(30)
+        # ... and it said so, not that the database was unreachable.
+        err = capsys.readouterr().err
+        assert "ended this process's transaction" in err
+        assert "unreachable" not in err
     finally:
         resume.set()
         pool.shutdown()
