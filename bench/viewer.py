@@ -184,9 +184,8 @@ class LeanSocket:
     def __init__(self, stream: trio.SocketStream, buffered: bytes) -> None:
         self.stream = stream
         self.buffer = bytearray(buffered)
-        self.ended: WebSocketClosed | None = (
-            None  # what ended it, once the texts before it are read
-        )
+        # What ended the connection, raised once the texts before it have been returned.
+        self.ended: WebSocketClosed | None = None
 
     @classmethod
     async def connect(cls, port: int, path: str) -> LeanSocket:
@@ -727,6 +726,16 @@ def summarise(measured: list[Measured], viewers: int, resamples: int) -> None:
     )
 
 
+def cpu_or_none(text: str) -> int | None:
+    """`--server-cpu`'s value: a CPU number, or "none"."""
+    if text == "none":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a CPU number or 'none': {text!r}") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--viewers", type=int, default=100, help="WebSocket viewers")
@@ -755,7 +764,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--server-cpu",
-        type=lambda text: None if text == "none" else int(text),
+        type=cpu_or_none,
         default=0,
         help="CPU to pin the server to (default 0; the players' clients run on the others), or "
         "'none': nothing pinned, the kernel places every process (as on a machine that runs "
@@ -803,6 +812,9 @@ def main() -> None:
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         trio.run(watch, arguments.watch, arguments.viewers)
         return
+    usable = sorted(os.sched_getaffinity(0))
+    if arguments.server_cpu is not None and arguments.server_cpu not in usable:
+        parser.error(f"--server-cpu {arguments.server_cpu}: this process may use CPUs {usable}")
     options = ["--log-level", "warning", "--reservation-ttl", "0"]
     profile = Path(arguments.profile) if arguments.profile else None
     with (
