@@ -4,6 +4,7 @@ detection of dead workers, prefetch 1; and the PostgreSQL helpers that need no s
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import psycopg
 import pytest
@@ -44,16 +45,22 @@ def test_placeholders_become_psycopg_s() -> None:
     )
 
 
-def test_retrying_repeats_only_connection_errors_and_gives_up_at_the_deadline() -> None:
-    waits: list[float] = []
-    attempts = iter([psycopg.OperationalError("server closed"), psycopg.OperationalError("x")])
+def failing(*errors: Exception) -> Callable[[], str]:
+    """An operation that raises each of `errors` in turn, then returns "ok"."""
+    pending = iter(errors)
 
-    def flaky() -> str:
-        error = next(attempts, None)
+    def operation() -> str:
+        error = next(pending, None)
         if error is not None:
             raise error
         return "ok"
 
+    return operation
+
+
+def test_retrying_repeats_only_connection_errors_and_gives_up_at_the_deadline() -> None:
+    waits: list[float] = []
+    flaky = failing(psycopg.OperationalError("server closed"), psycopg.OperationalError("x"))
     assert retrying(flaky, sleep=waits.append) == "ok"
     assert waits == [0.1, 0.2]
 
@@ -78,28 +85,14 @@ def test_a_transaction_ended_by_the_server_is_repeated_without_an_outage_reporte
 ) -> None:
     # PostgreSQL ends a transaction left idle too long (a paused worker): the database is up.
     waits: list[float] = []
-    ended = iter([psycopg.errors.lookup("25P03")("terminating connection due to idle-in-...")])
-
-    def resumed() -> str:
-        error = next(ended, None)
-        if error is not None:
-            raise error
-        return "ok"
-
-    assert retrying(resumed, sleep=waits.append) == "ok"
+    ended = psycopg.errors.lookup("25P03")("terminating connection due to idle-in-...")
+    assert retrying(failing(ended), sleep=waits.append) == "ok"
     assert waits == [0.1]
     err = capsys.readouterr().err
     assert "ended this process's transaction" in err and "repeating it" in err
     assert "unreachable" not in err and "reachable again" not in err
     # A real outage is still reported as one, and its end too.
-    down = iter([psycopg.OperationalError("connection refused")])
-
-    def outage() -> str:
-        error = next(down, None)
-        if error is not None:
-            raise error
-        return "ok"
-
+    outage = failing(psycopg.OperationalError("connection refused"))
     assert retrying(outage, sleep=waits.append) == "ok"
     err = capsys.readouterr().err
     assert "database unreachable" in err and "database reachable again" in err
