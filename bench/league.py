@@ -209,8 +209,8 @@ def overhead(args: argparse.Namespace) -> None:
         )
     # Per move (µs), scaled to a game of the mean length: the boards' different lengths drop out.
     length = statistics.fmean(game_moves)
+    scale = length / 1000
     for kind in kinds:
-        scale = length / 1000
         mean, half, verdict = league_extra(per_move["league", kind], per_move["match", kind], scale)
         print(
             f"per move, for a game of {length:.1f} moves: the league costs {mean:+.1f} ± "

@@ -312,6 +312,7 @@ async def sweep(watched: Watched, readings: Readings) -> None:
             except (WebSocketClosed, OSError):
                 readings.end(reading)
                 continue
+            over = False
             for text in texts:
                 # Only the turn and the status: a browser parses the JSON once per snapshot too,
                 # but here all viewers share one process on the machine measured.
@@ -319,12 +320,11 @@ async def sweep(watched: Watched, readings: Readings) -> None:
                 if not reading.first and turn:
                     watched.seen.append((reading.room, int(turn.group(1)), now))
                 reading.first = False
-                if '"status":"over"' in text or '"missing"' in text:
-                    break  # the game is over
-            else:
-                if reading.ws.ended is None:
-                    continue
-            readings.end(reading)
+                over = '"status":"over"' in text or '"missing"' in text
+                if over:
+                    break
+            if over or reading.ws.ended is not None:
+                readings.end(reading)
 
 
 async def viewer(web_port: int, watched: Watched, connected: list[int], readings: Readings) -> None:

@@ -65,13 +65,23 @@ _TRANSIENT_FATAL = (
 )
 
 
+# The server ended this session's transaction, left idle too long (a paused process): the
+# database is reachable, the work is repeated on a new connection.
+_IDLE_IN_TRANSACTION = "25P03"
+
+
+def _sqlstate(error: BaseException) -> str:
+    return (error.sqlstate or "") if isinstance(error, psycopg.Error) else ""
+
+
 def is_permanent(error: BaseException) -> bool:
     """Whether a connection error is the server refusing this login (a wrong password, role,
     database, pg_hba.conf): psycopg gives no SQLSTATE for these, the server's FATAL line says
     it."""
     if not isinstance(error, psycopg.OperationalError):
         return False
-    if (error.sqlstate or "").startswith("28") or error.sqlstate == "3D000":
+    sqlstate = _sqlstate(error)
+    if sqlstate.startswith("28") or sqlstate == "3D000":
         return True
     text = str(error)
     return "FATAL:" in text and not any(hint in text for hint in _TRANSIENT_FATAL)
@@ -96,15 +106,6 @@ def is_connection_error(error: BaseException) -> bool:
     # ended a session left idle in a transaction (`idle_in_transaction_ms`), rolled back.
     sqlstate = _sqlstate(error)
     return sqlstate.startswith("57P") or sqlstate == _IDLE_IN_TRANSACTION
-
-
-# The server ended this session's transaction, left idle too long (a paused process): the
-# database is reachable, the work is repeated on a new connection.
-_IDLE_IN_TRANSACTION = "25P03"
-
-
-def _sqlstate(error: BaseException) -> str:
-    return (error.sqlstate or "") if isinstance(error, psycopg.Error) else ""
 
 
 def retrying(
