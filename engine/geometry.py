@@ -49,42 +49,56 @@ FieldTable = tuple[
 ]  # fmt: skip
 
 # The move generator works on *line codes*: per line (column, diagonal, row, anti-diagonal)
-# one small int, as seen by the team to move,
-#     1 | (own fish or squid) << 1 | (opponent's fish) << opponent_shift
-# with one bit per field of the line (its place among the line's fields, in bit order). For
-# a 10×10 board that is 21 bits: a one-digit int, whose AND CPython computes without making
-# an object (a whole-board mask is 8 digits, and each AND of two made one and freed it).
+# one small int, the same for both teams,
+#     ONE's fish | TWO's fish << team_shift | squids << squid_shift
+# with one bit per field of the line (its place among the line's fields, in bit order) and
+# team_shift = the longest line's length, squid_shift twice that. For a 10×10 board that is
+# 30 bits: a one-digit int, whose AND CPython computes without making an object (a
+# whole-board mask is 8 digits, and each AND of two made one and freed it). One list for
+# both teams: a ply's derivation copies and updates one list of codes, not each team's view.
 # The number of fish on each line (the distance of a move along it) is a list of its own:
 # in the code it would cost a shift per line and fish, dearer than the list's upkeep.
-# A local check mask is (fields jumped over) << opponent_shift | target << 1, or 1 for a
-# target off the board (bit 0 is set in every code); a move is legal iff not code & check.
+# A local check mask is the mover's: (fields jumped over) in the opponent's bits | target in
+# its own and in the squids' bits; a move is legal iff not code & check. A target off the
+# board has no mask but None, tested before the AND (`check is not None`: a compare with a
+# constant and a jump, where an AND of a one-digit int costs a call into the int type; 46 %
+# of a playout's tests lead off the board).
 
-# The move generator's entry of a field (GameState keeps one per fish, sorted): its bit index
-# first (the sort key: row-major order), the ids of its four lines (see _AXIS_OF) into the
-# line codes a state carries, per line the pair of local check masks of its two directions
-# (forward in enum order first: UP, UP_RIGHT, RIGHT, DOWN_RIGHT; then DOWN, DOWN_LEFT, LEFT,
-# UP_LEFT) indexed by distance, and its eight Moves. Iterating over the entries saves
-# extracting the lowest bit; one pair per line and distance is one read and an unpacking of
-# two, where the two directions' masks each took a read (4 names fewer per fish).
-CheckPairs = tuple[tuple[int, int], ...]
+# The move generator's entry of a field for one team (GameState keeps one per fish, sorted):
+# its bit index first (the sort key: row-major order), the ids of its four lines (see
+# _AXIS_OF) into the line codes a state carries, per line the pair of the team's local check
+# masks of its two directions (forward in enum order first: UP, UP_RIGHT, RIGHT, DOWN_RIGHT;
+# then DOWN, DOWN_LEFT, LEFT, UP_LEFT) indexed by distance, and its eight Moves. Iterating
+# over the entries saves extracting the lowest bit; one pair per line and distance is one
+# read and an unpacking of two, where the two directions' masks each took a read (4 names
+# fewer per fish).
+CheckPairs = tuple[tuple[int | None, int | None], ...]
 FishEntry = tuple[
     int, int, int, int, int,
     CheckPairs, CheckPairs, CheckPairs, CheckPairs,
     tuple[Move, ...],
 ]  # fmt: skip
 
-# How a fish arriving on (or leaving) a field changes the codes of its four lines: the line
-# ids, then per line x = its own bit (in the mover's own view), y = its opponent bit (in the
-# other team's view), z = x - y (a capture: the field changes team; the other view by -z).
+# How a fish of one team arriving on (or leaving) a field changes the codes of its four
+# lines: the line ids, then per line x = its bit, then z = x - the other team's bit (a
+# capture: the field changes team). A squid's: the line ids and its bit per line.
 LineDeltas = tuple[int, ...]
 
-# What apply needs of one of the table's Moves: the start's entry, the check masks of the
-# move's direction by distance, the id and the mask of the line it moves along, the start's
-# bit, the local check masks by distance (see line codes), and per distance the landing:
-# the target's bit, its FishEntry and the mask of its 8 neighbours (None off the board).
-Landing = tuple[int, FishEntry, int]
+# What apply needs of one of the table's Moves: the start's entry (ONE's: apply and the
+# derivation read only its index and line ids), the whole-board check masks of the move's
+# direction by distance, the id and the mask of the line it moves along, the start's bit,
+# per team the local check masks by distance (see line codes), and per distance the
+# landing: the target's bit, its FishEntry for each team and the mask of its 8 neighbours
+# (None off the board).
+Landing = tuple[int, tuple[FishEntry, FishEntry], int]
 MoveEntry = tuple[
-    FishEntry, tuple[int, ...], int, int, int, tuple[int, ...], tuple[Landing | None, ...]
+    FishEntry,
+    tuple[int, ...],
+    int,
+    int,
+    int,
+    tuple[tuple[int | None, ...], tuple[int | None, ...]],
+    tuple[Landing | None, ...],
 ]
 
 
@@ -116,17 +130,20 @@ class Geometry:
     axes: tuple[int, ...]
     # rays[bit][direction index] = bits of the fields walked in that direction, in order.
     rays: dict[int, tuple[tuple[int, ...], ...]]
-    # How many lines (columns, diagonals, rows, anti-diagonals) the board has; entries[bit] the
-    # FishEntry of a field (None for guard bits); neighbours[bit] its 8 neighbours' mask.
+    # How many lines (columns, diagonals, rows, anti-diagonals) the board has;
+    # team_entries[team][bit] the FishEntry of a field for ONE (0) and TWO (1), None for guard
+    # bits; neighbours[bit] its 8 neighbours' mask.
     line_count: int
-    entries: list[FishEntry | None]
+    team_entries: tuple[list[FishEntry | None], ...]
     neighbours: list[int]
     # below[bit] = the mask of all bits below it (a fish's place among its team's, row-major).
     below: list[int]
-    # Line codes (see above): where the opponent's fields start, and per field its
-    # LineDeltas (None for guard bits).
-    opponent_shift: int
-    line_deltas: list[LineDeltas | None]
+    # Line codes (see above): where TWO's and the squids' fields start, per team and field
+    # its LineDeltas, and per field a squid's (None for guard bits).
+    team_shift: int
+    squid_shift: int
+    team_deltas: tuple[list[LineDeltas | None], ...]
+    squid_deltas: list[LineDeltas | None]
     # id(move) → its MoveEntry, for the Moves in `moves` (they live as long as the geometry,
     # so their ids are never reused by another object).
     move_entries: dict[int, MoveEntry]
@@ -215,57 +232,78 @@ def geometry(width: int, height: int) -> Geometry:
         index: tuple(on_line[line_id].index(index) for line_id in line_ids[index])
         for index in coords
     }
-    opponent_shift = 1 + longest_line
-    local_checks: dict[int, tuple[tuple[int, ...], ...]] = {}
-    line_deltas: list[LineDeltas | None] = [None] * (height * stride)
+    # Line codes (see above): ONE's fields from bit 0, TWO's from team_shift, squids from
+    # squid_shift.
+    team_shift = longest_line
+    squid_shift = 2 * longest_line
+    team_bits = (0, team_shift)
+    # Per team (its view as the mover), per field: the check masks of each direction by
+    # distance, None for a target off the board.
+    local_checks: tuple[dict[int, tuple[tuple[int | None, ...], ...]], ...] = ({}, {})
+    team_deltas: tuple[list[LineDeltas | None], ...] = (
+        [None] * (height * stride),
+        [None] * (height * stride),
+    )
+    squid_deltas: list[LineDeltas | None] = [None] * (height * stride)
     for index in coords:
-        checks = []
-        for direction, bits in zip(DIRECTIONS, rays[index], strict=True):
-            axis = _AXIS_OF[direction]
-            by_distance = [1] * (longest_line + 1)
-            jumped = 0
-            for distance, target in enumerate(bits, start=1):
-                local = 1 << place[target.bit_length() - 1][axis]
-                by_distance[distance] = (jumped << opponent_shift) | (local << 1)
-                jumped |= local
-            checks.append(tuple(by_distance))
-        local_checks[index] = tuple(checks)
-        own_bits = [1 << (1 + at) for at in place[index]]
-        opponent_bits = [1 << (opponent_shift + at) for at in place[index]]
-        line_deltas[index] = (
-            *line_ids[index],
-            *own_bits,
-            *opponent_bits,
-            *(own - opponent for own, opponent in zip(own_bits, opponent_bits, strict=True)),
-        )
-    entries: list[FishEntry | None] = [None] * (height * stride)
+        for team in (0, 1):
+            own_shift, opponent_shift = team_bits[team], team_bits[1 - team]
+            team_checks = []
+            for direction, bits in zip(DIRECTIONS, rays[index], strict=True):
+                axis = _AXIS_OF[direction]
+                local_by_distance: list[int | None] = [None] * (longest_line + 1)
+                jumped = 0
+                for distance, target in enumerate(bits, start=1):
+                    local = 1 << place[target.bit_length() - 1][axis]
+                    local_by_distance[distance] = (
+                        (jumped << opponent_shift) | (local << own_shift) | (local << squid_shift)
+                    )
+                    jumped |= local
+                team_checks.append(tuple(local_by_distance))
+            local_checks[team][index] = tuple(team_checks)
+            own_bits = [1 << (own_shift + at) for at in place[index]]
+            opponent_bits = [1 << (opponent_shift + at) for at in place[index]]
+            team_deltas[team][index] = (
+                *line_ids[index],
+                *own_bits,
+                *(own - opponent for own, opponent in zip(own_bits, opponent_bits, strict=True)),
+            )
+        squid_deltas[index] = (*line_ids[index], *(1 << (squid_shift + at) for at in place[index]))
+    team_entries: tuple[list[FishEntry | None], ...] = (
+        [None] * (height * stride),
+        [None] * (height * stride),
+    )
+    for index in coords:
+        for team in (0, 1):
+            own_checks = local_checks[team][index]
+            pairs = tuple(
+                tuple(zip(own_checks[axis], own_checks[axis + 4], strict=True)) for axis in range(4)
+            )
+            entry: FishEntry = (index, *line_ids[index], *pairs, moves[index])  # type: ignore[assignment]
+            team_entries[team][index] = entry
+
+    def both_entries(index: int) -> tuple[FishEntry, FishEntry]:
+        one, two = team_entries[0][index], team_entries[1][index]
+        assert one is not None and two is not None
+        return one, two
+
     move_entries: dict[int, MoveEntry] = {}
     move_entries_by_key: dict[tuple[int, int, str], MoveEntry] = {}
     for index in coords:
-        own_checks = local_checks[index]
-        pairs = tuple(
-            tuple(zip(own_checks[axis], own_checks[axis + 4], strict=True)) for axis in range(4)
-        )
-        entry: FishEntry = (index, *line_ids[index], *pairs, moves[index])  # type: ignore[assignment]
-        entries[index] = entry
-    for index in coords:
-        entry = entries[index]  # type: ignore[assignment]
         own_moves = moves[index]
         assert own_moves is not None
         for number, move in enumerate(own_moves):
             landings: list[Landing | None] = [None] * (longest_line + 1)
             for distance, target in enumerate(rays[index][number], start=1):
                 target_index = target.bit_length() - 1
-                target_entry = entries[target_index]
-                assert target_entry is not None
-                landings[distance] = (target, target_entry, neighbours[target_index])
+                landings[distance] = (target, both_entries(target_index), neighbours[target_index])
             move_entry: MoveEntry = (
-                entry,
+                both_entries(index)[0],
                 all_checks[index][number],
                 line_ids[index][number & 3],
                 lines[index][number & 3],
                 1 << index,
-                local_checks[index][number],
+                (local_checks[0][index][number], local_checks[1][index][number]),
                 tuple(landings),
             )
             move_entries[id(move)] = move_entry
@@ -287,11 +325,13 @@ def geometry(width: int, height: int) -> Geometry:
         axes=tuple(_AXIS_OF[direction] for direction in DIRECTIONS),
         rays=rays,
         line_count=line_count,
-        entries=entries,
+        team_entries=team_entries,
         neighbours=neighbours,
         below=[(1 << index) - 1 for index in range(height * stride)],
-        opponent_shift=opponent_shift,
-        line_deltas=line_deltas,
+        team_shift=team_shift,
+        squid_shift=squid_shift,
+        team_deltas=team_deltas,
+        squid_deltas=squid_deltas,
         move_entries=move_entries,
         move_entries_by_key=move_entries_by_key,
     )

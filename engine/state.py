@@ -82,8 +82,7 @@ class GameState:
     """
 
     __slots__ = (
-        "_codes_one",
-        "_codes_two",
+        "_codes",
         "_connected",
         "_counts",
         "_first_union",
@@ -111,8 +110,8 @@ class GameState:
     _first_union: Team | None
     _last_move: Move | None
     # For the move generator, made on first use (None until then) and never changed after:
-    # the FishEntry of each team's fish in row-major order, the code of each line as ONE and
-    # as TWO sees it, and the number of fish on each line (both indexed by the line ids of
+    # the FishEntry of each team's fish in row-major order (each team's entries), the code of
+    # each line and the number of fish on each line (both indexed by the line ids of
     # engine.geometry; see there). A state made
     # by apply from a state that has them derives them from its parent's in a few list
     # operations: `_source` is (parent, start entry, target entry, captured) until then. apply
@@ -120,8 +119,7 @@ class GameState:
     # never lists moves.
     _ones: list[FishEntry]
     _twos: list[FishEntry]
-    _codes_one: list[int] | None
-    _codes_two: list[int]
+    _codes: list[int] | None
     _counts: list[int]
     _source: tuple[GameState, FishEntry, FishEntry, int] | None
     # Lazily computed, never observable as mutation: whether (ONE, TWO) are fully connected.
@@ -149,7 +147,7 @@ class GameState:
         state._first_union = first_union
         state._last_move = last_move
         state._connected = connected
-        state._codes_one = None
+        state._codes = None
         state._source = None
         return state
 
@@ -424,7 +422,7 @@ class GameState:
             own, opponent = self._one, self._two
         if not own & start:
             self._reject(move)
-        codes = self._codes_one
+        codes = self._codes
         if codes is None:
             distance = ((own | opponent) & line_mask).bit_count()
             check = 1 | (opponent << 1) | ((own | self._squid) << geo.check_shift)
@@ -433,10 +431,11 @@ class GameState:
         else:
             # With the generator's lists: the line's code, as in legal_moves.
             distance = self._counts[line]
-            if (self._codes_two if mover_is_two else codes)[line] & local_checks[distance]:
+            local = local_checks[mover_is_two][distance]
+            if local is None or codes[line] & local:
                 self._reject(move)
         # Legal (the checks above accept exactly the legal moves): make the new state.
-        target, target_entry, near = landings[distance]  # type: ignore[misc]
+        target, target_entries, near = landings[distance]  # type: ignore[misc]
         both = start | target
         own ^= both
         # A legal move lands on an empty field or captures: the opponent changed only then.
@@ -497,9 +496,11 @@ class GameState:
         state._first_union = first_union
         state._last_move = move
         state._connected = connected
-        state._codes_one = None
+        state._codes = None
         # Only a parent with fish lists is kept: no chain of states stays alive.
-        state._source = None if codes is None else (self, entry, target_entry, captured)
+        state._source = (
+            None if codes is None else (self, entry, target_entries[mover_is_two], captured)
+        )
         return state
 
     def _reject(self, move: Move) -> NoReturn:
@@ -509,54 +510,43 @@ class GameState:
         raise InvalidMoveError(mistake, move)
 
     def _fish_lists(self) -> None:
-        """Make _ones, _twos, _codes_one, _codes_two and _counts (see there)."""
+        """Make _ones, _twos, _codes and _counts (see there)."""
         source = self._source
         geo = self._geo
         if source is None:
-            entries, deltas = geo.entries, geo.line_deltas
-            # Bit 0 of every code is set (the off-board check); squids are in the own half
-            # of both views (no fish may land there, both may jump over them).
-            codes_one = [1] * geo.line_count
-            codes_two = [1] * geo.line_count
-            squid = self._squid
+            codes = [0] * geo.line_count
             counts = [0] * geo.line_count
+            squid = self._squid
+            squid_deltas = geo.squid_deltas
             while squid:
                 low = squid & -squid
                 squid ^= low
-                found = deltas[low.bit_length() - 1]
+                found = squid_deltas[low.bit_length() - 1]
                 assert found is not None
-                for line, own in zip(found[0:4], found[4:8], strict=True):
-                    codes_one[line] += own
-                    codes_two[line] += own
+                for line, bit in zip(found[0:4], found[4:8], strict=True):
+                    codes[line] += bit
             fish_lists: list[list[FishEntry]] = [[], []]
-            for team, mask, mine, theirs in (
-                (0, self._one, codes_one, codes_two),
-                (1, self._two, codes_two, codes_one),
-            ):
+            for team, mask in ((0, self._one), (1, self._two)):
                 append = fish_lists[team].append
+                entries, deltas = geo.team_entries[team], geo.team_deltas[team]
                 # Unrolled over the four lines (every game's first listing makes them here).
                 while mask:
                     low = mask & -mask
                     mask ^= low
                     index = low.bit_length() - 1
                     append(entries[index])  # type: ignore[arg-type]  # a fish's field
-                    a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, _, _, _, _ = deltas[index]  # type: ignore[misc]
-                    mine[a] += xa
-                    mine[b] += xb
-                    mine[c] += xc
-                    mine[d] += xd
-                    theirs[a] += ya
-                    theirs[b] += yb
-                    theirs[c] += yc
-                    theirs[d] += yd
+                    a, b, c, d, xa, xb, xc, xd, _, _, _, _ = deltas[index]  # type: ignore[misc]
+                    codes[a] += xa
+                    codes[b] += xb
+                    codes[c] += xc
+                    codes[d] += xd
                     counts[a] += 1
                     counts[b] += 1
                     counts[c] += 1
                     counts[d] += 1
             self._counts = counts
             self._ones, self._twos = fish_lists
-            self._codes_two = codes_two
-            self._codes_one = codes_one
+            self._codes = codes
             return
         parent, entry, target_entry, captured = source
         self._source = None
@@ -572,9 +562,7 @@ class GameState:
             if captured:
                 ones = ones.copy()
                 del ones[(parent._one & below[target_index]).bit_count()]
-            mine = parent._codes_two.copy()
-            theirs = parent._codes_one.copy()  # type: ignore[union-attr]
-            self._codes_one, self._codes_two = theirs, mine
+            deltas = geo.team_deltas[1]
         else:
             ones = ones.copy()
             del ones[(parent._one & below[start_index]).bit_count()]
@@ -582,63 +570,48 @@ class GameState:
             if captured:
                 twos = twos.copy()
                 del twos[(parent._two & below[target_index]).bit_count()]
-            mine = parent._codes_one.copy()  # type: ignore[union-attr]
-            theirs = parent._codes_two.copy()
-            self._codes_one, self._codes_two = mine, theirs
+            deltas = geo.team_deltas[0]
+        self._ones = ones
+        self._twos = twos
+        codes = parent._codes.copy()  # type: ignore[union-attr]  # a source's parent has them
         # Unrolled (one derivation per listed ply): the mover leaves the start's lines ...
-        deltas = geo.line_deltas
-        a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, _, _, _, _ = deltas[start_index]  # type: ignore[misc]
+        a, b, c, d, xa, xb, xc, xd, _, _, _, _ = deltas[start_index]  # type: ignore[misc]
         counts = parent._counts.copy()
         counts[a] -= 1
         counts[b] -= 1
         counts[c] -= 1
         counts[d] -= 1
-        self._counts = counts
-        mine[a] -= xa
-        mine[b] -= xb
-        mine[c] -= xc
-        mine[d] -= xd
-        theirs[a] -= ya
-        theirs[b] -= yb
-        theirs[c] -= yc
-        theirs[d] -= yd
-        a, b, c, d, xa, xb, xc, xd, ya, yb, yc, yd, za, zb, zc, zd = deltas[target_index]  # type: ignore[misc]
+        codes[a] -= xa
+        codes[b] -= xb
+        codes[c] -= xc
+        codes[d] -= xd
+        a, b, c, d, xa, xb, xc, xd, za, zb, zc, zd = deltas[target_index]  # type: ignore[misc]
         if captured:
             # ... and takes the target's field from the opponent (the counts stay) ...
-            mine[a] += za
-            mine[b] += zb
-            mine[c] += zc
-            mine[d] += zd
-            theirs[a] -= za
-            theirs[b] -= zb
-            theirs[c] -= zc
-            theirs[d] -= zd
+            codes[a] += za
+            codes[b] += zb
+            codes[c] += zc
+            codes[d] += zd
         else:
             # ... or arrives on an empty one.
             counts[a] += 1
             counts[b] += 1
             counts[c] += 1
             counts[d] += 1
-            mine[a] += xa
-            mine[b] += xb
-            mine[c] += xc
-            mine[d] += xd
-            theirs[a] += ya
-            theirs[b] += yb
-            theirs[c] += yc
-            theirs[d] += yd
-        self._ones = ones
-        self._twos = twos
+            codes[a] += xa
+            codes[b] += xb
+            codes[c] += xc
+            codes[d] += xd
+        self._counts = counts
+        self._codes = codes
 
     def legal_moves(self) -> list[Move]:
         """All legal moves of the team to move: fish in row-major order (y, then x), each
         fish's moves in Direction enum order. A new list on every call."""
-        if self._codes_one is None:
+        if self._codes is None:
             self._fish_lists()
-        if self._turn & 1:
-            codes, fish = self._codes_two, self._twos
-        else:
-            codes, fish = self._codes_one, self._ones  # type: ignore[assignment]  # made above
+        codes: list[int] = self._codes  # type: ignore[assignment]  # made above
+        fish = self._twos if self._turn & 1 else self._ones
         counts = self._counts
         legal: list[Move] = []
         # Unrolled over the eight directions (enum order): this loop is the engine's hot path.
@@ -651,28 +624,29 @@ class GameState:
             right, left = by_row[counts[row]]
             on_anti = codes[anti]
             down_right, up_left = by_anti[counts[anti]]
-            if not on_column & up:
+            if up is not None and not on_column & up:
                 legal.append(moves[0])
-            if not on_diagonal & up_right:
+            if up_right is not None and not on_diagonal & up_right:
                 legal.append(moves[1])
-            if not on_row & right:
+            if right is not None and not on_row & right:
                 legal.append(moves[2])
-            if not on_anti & down_right:
+            if down_right is not None and not on_anti & down_right:
                 legal.append(moves[3])
-            if not on_column & down:
+            if down is not None and not on_column & down:
                 legal.append(moves[4])
-            if not on_diagonal & down_left:
+            if down_left is not None and not on_diagonal & down_left:
                 legal.append(moves[5])
-            if not on_row & left:
+            if left is not None and not on_row & left:
                 legal.append(moves[6])
-            if not on_anti & up_left:
+            if up_left is not None and not on_anti & up_left:
                 legal.append(moves[7])
         return legal
 
     def has_legal_move(self) -> bool:
         """Whether the team to move has any legal move. Stops at the first one found: the
         server asks this after every move (game end), where listing all moves is wasted work."""
-        if self._codes_one is None:
+        codes = self._codes
+        if codes is None:
             source = self._source
             if source is not None and not source[3] and _parent_has_legal_move(source):
                 return True
@@ -707,28 +681,29 @@ class GameState:
                 if not (probe & down_right[along] and probe & up_left[along]):
                     return True
             return False
-        if self._turn & 1:
-            codes, fish = self._codes_two, self._twos
-        else:
-            codes, fish = self._codes_one, self._ones
+        fish = self._twos if self._turn & 1 else self._ones
         counts = self._counts
         for _, column, diagonal, row, anti, by_column, by_diagonal, by_row, by_anti, _ in fish:
             # Line by line, both directions: the first line usually has a legal move.
             on = codes[column]
             up, down = by_column[counts[column]]
-            if not (on & up and on & down):
+            if (up is not None and not on & up) or (down is not None and not on & down):
                 return True
             on = codes[diagonal]
             up_right, down_left = by_diagonal[counts[diagonal]]
-            if not (on & up_right and on & down_left):
+            if (up_right is not None and not on & up_right) or (
+                down_left is not None and not on & down_left
+            ):
                 return True
             on = codes[row]
             right, left = by_row[counts[row]]
-            if not (on & right and on & left):
+            if (right is not None and not on & right) or (left is not None and not on & left):
                 return True
             on = codes[anti]
             down_right, up_left = by_anti[counts[anti]]
-            if not (on & down_right and on & up_left):
+            if (down_right is not None and not on & down_right) or (
+                up_left is not None and not on & up_left
+            ):
                 return True
         return False
 
@@ -876,11 +851,9 @@ def _parent_has_legal_move(source: tuple[GameState, FishEntry, FishEntry, int]) 
     derivation and no whole-board masks (a playout and the search's leaves ask is_over
     of every child)."""
     parent, start, target, _ = source
-    if parent._turn & 1:
-        codes, fish = parent._codes_one, parent._ones
-    else:
-        codes, fish = parent._codes_two, parent._twos
+    codes = parent._codes
     assert codes is not None  # a source's parent has its lists
+    fish = parent._ones if parent._turn & 1 else parent._twos
     counts = parent._counts
     # Line ids differ between the axes: a fish's column can only be the start's or the
     # target's column, and so on.
@@ -890,22 +863,26 @@ def _parent_has_legal_move(source: tuple[GameState, FishEntry, FishEntry, int]) 
         if column != start_column and column != target_column:
             on = codes[column]
             up, down = by_column[counts[column]]
-            if not (on & up and on & down):
+            if (up is not None and not on & up) or (down is not None and not on & down):
                 return True
         if diagonal != start_diagonal and diagonal != target_diagonal:
             on = codes[diagonal]
             up_right, down_left = by_diagonal[counts[diagonal]]
-            if not (on & up_right and on & down_left):
+            if (up_right is not None and not on & up_right) or (
+                down_left is not None and not on & down_left
+            ):
                 return True
         if row != start_row and row != target_row:
             on = codes[row]
             right, left = by_row[counts[row]]
-            if not (on & right and on & left):
+            if (right is not None and not on & right) or (left is not None and not on & left):
                 return True
         if anti != start_anti and anti != target_anti:
             on = codes[anti]
             down_right, up_left = by_anti[counts[anti]]
-            if not (on & down_right and on & up_left):
+            if (down_right is not None and not on & down_right) or (
+                up_left is not None and not on & up_left
+            ):
                 return True
     return False
 

@@ -61,42 +61,45 @@ def test_derived_fish_lists_and_line_codes_equal_the_ones_from_the_bitboards(
 ) -> None:
     fresh = from_scratch(state)
     assert state.legal_moves() == fresh.legal_moves()
-    assert (state._ones, state._twos, state._codes_one, state._codes_two, state._counts) == (
+    assert (state._ones, state._twos, state._codes, state._counts) == (
         fresh._ones,
         fresh._twos,
-        fresh._codes_one,
-        fresh._codes_two,
+        fresh._codes,
         fresh._counts,
     )
     geo = geometry(state.width, state.height)
-    for team_mask, fish in ((state._one, state._ones), (state._two, state._twos)):
-        # Row-major, one entry per fish.
+    for team, team_mask, fish in ((0, state._one, state._ones), (1, state._two, state._twos)):
+        # Row-major, one entry per fish, the team's own entries.
         assert [entry[0] for entry in fish] == sorted(
             index for index in geo.squares if team_mask >> index & 1
         )
-    # Each line's code, field by field: bit 0, own fish or squid in the own half, the other
-    # team's fish in the opponent's half; its count: the fish on the line.
-    expected = {team: [1] * geo.line_count for team in (0, 1)}
+        assert all(entry is geo.team_entries[team][entry[0]] for entry in fish)
+    # Each line's code, field by field: ONE's fish from bit 0, TWO's from team_shift, squids
+    # from squid_shift; its count: the fish on the line.
+    expected = [0] * geo.line_count
     counts = [0] * geo.line_count
     occupied = state._one | state._two
     for index in geo.squares:
-        deltas = geo.line_deltas[index]
-        assert deltas is not None
+        one_deltas, two_deltas = geo.team_deltas[0][index], geo.team_deltas[1][index]
+        squid_deltas = geo.squid_deltas[index]
+        assert one_deltas is not None and two_deltas is not None and squid_deltas is not None
+        assert one_deltas[:4] == two_deltas[:4] == squid_deltas[:4]
         bit = 1 << index
         for k, line_mask in enumerate(geo.lines[index]):
-            line, own_bit, other_bit = deltas[k], deltas[4 + k], deltas[8 + k]
-            assert own_bit.bit_count() == other_bit.bit_count() == 1
-            assert 1 < own_bit < 1 << geo.opponent_shift <= other_bit < 1 << 30
-            assert deltas[12 + k] == own_bit - other_bit
+            line, one_bit, two_bit = one_deltas[k], one_deltas[4 + k], two_deltas[4 + k]
+            squid_bit = squid_deltas[4 + k]
+            assert one_bit.bit_count() == two_bit.bit_count() == squid_bit.bit_count() == 1
+            assert one_bit < 1 << geo.team_shift <= two_bit < 1 << geo.squid_shift <= squid_bit
+            assert one_deltas[8 + k] == one_bit - two_bit == -two_deltas[8 + k]
             counts[line] = (occupied & line_mask).bit_count()
-            for team, (own, other) in enumerate(
-                ((state._one, state._two), (state._two, state._one))
-            ):
-                if bit & (own | state._squid):
-                    expected[team][line] |= own_bit
-                if bit & other:
-                    expected[team][line] |= other_bit
-    assert (state._codes_one, state._codes_two, state._counts) == (expected[0], expected[1], counts)
+            for mask, line_bit in ((state._one, one_bit), (state._two, two_bit)):
+                if bit & mask:
+                    expected[line] |= line_bit
+            if bit & state._squid:
+                expected[line] |= squid_bit
+    assert (state._codes, state._counts) == (expected, counts)
+    # On 10×10 a code is one CPython digit (30 bits): its AND makes no object.
+    assert geometry(10, 10).squid_shift + 10 <= 30
 
 
 @settings(max_examples=100, deadline=None)
