@@ -1,8 +1,10 @@
 """Viewer benchmark: does watching slow the server? `--viewers` WebSocket viewers on one game.
 
-The server runs in its own process (`python -m cli.server --web-port ...`, pinned to one CPU when
-there are several); the web viewer runs in a child process of it (web.process), moved to the
-other CPUs (`--web-cpu others`, the default) or left on the server's (`--web-cpu server`).
+The server runs in its own process (`python -m cli.server --web-port ...`); the web viewer runs
+in a child process of it (web.process). By default nothing is pinned and the kernel places every
+process, as when the product runs. `--server-cpu N` pins the server alone to CPU N and moves the
+web process to the other CPUs (`--web-cpu others`) or leaves it on the server's
+(`--web-cpu server`).
 In-process SC clients play `--games` prepared games at once, back to back:
 one "watched" game whose bots think `--watched-think` seconds per move (like real bots: a game
 lasts about half a minute), and the others with `--think` seconds per move, for load and
@@ -11,7 +13,8 @@ windows without (none, V, none, ..., V, none: a drift of the machine's load hits
 viewers run in a process of their own (nice 19, SCHED_IDLE: they stand for browsers on other
 machines), started before and stopped after each window with viewers, following the watched
 game to the next one when it ends; it reads all its sockets every 20 ms rather than waiting
-on them, so that the web process's writes do not wake it (`sweep`). For each window it prints:
+on them, so that the web process's writes do not wake it (`sweep`), and offers
+permessage-deflate as browsers do with `--deflate`. For each window it prints:
 
 - moves/s: moves the server accepted per second of wall time, all games;
 - latency p50/p99: the server's per-move latency, from a client sending its move to the
@@ -49,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -174,27 +178,38 @@ async def scout(web_port: int, watched: Watched) -> None:
             watched.changed = trio.Event()
 
 
+# What a browser offers (Chromium and Firefox alike): the server's frames then come deflated.
+DEFLATE_OFFER = "permessage-deflate; client_max_window_bits"
+
+
 class LeanSocket:
     """A WebSocket reader as lean as this process can make it: the viewers stand for browsers
     on other machines, so what reading costs here is the bench's, taken from the CPU of the
     players' clients that measure (with wsproto, 0.12 of a CPU for 500 viewers). Reads the
     server's unmasked frames itself; a fragmented message, a ping or a frame it does not know
-    ends the connection (the web viewer sends whole text frames without pings)."""
+    ends the connection (the web viewer sends whole text frames without pings). With `deflate`
+    it offers permessage-deflate as browsers do and inflates the messages (RFC 7692) with one
+    context per connection, as a browser keeps it."""
 
-    def __init__(self, stream: trio.SocketStream, buffered: bytes) -> None:
+    def __init__(
+        self, stream: trio.SocketStream, buffered: bytes, *, inflate: bool = False
+    ) -> None:
         self.stream = stream
         self.buffer = bytearray(buffered)
         # What ended the connection, raised once the texts before it have been returned.
         self.ended: WebSocketClosed | None = None
+        # The server accepted permessage-deflate: its compressed messages are inflated here.
+        self.inflater = zlib.decompressobj(-zlib.MAX_WBITS) if inflate else None
 
     @classmethod
-    async def connect(cls, port: int, path: str) -> LeanSocket:
+    async def connect(cls, port: int, path: str, *, deflate: bool = False) -> LeanSocket:
         stream = await trio.open_tcp_stream("127.0.0.1", port)
+        offer = f"Sec-WebSocket-Extensions: {DEFLATE_OFFER}\r\n" if deflate else ""
         try:
             await stream.send_all(
                 f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
                 "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+                f"Sec-WebSocket-Version: 13\r\n{offer}\r\n".encode()
             )
             received = b""
             while b"\r\n\r\n" not in received:
@@ -208,7 +223,11 @@ class LeanSocket:
         except BaseException:
             await stream.aclose()
             raise
-        return cls(stream, rest)
+        accepted = any(
+            line.lower().startswith(b"sec-websocket-extensions:") and b"permessage-deflate" in line
+            for line in head.split(b"\r\n")
+        )
+        return cls(stream, rest, inflate=accepted)
 
     def _next_text(self) -> str | None:
         """The next whole message's text from the buffer, None if it is not all there yet."""
@@ -221,9 +240,13 @@ class LeanSocket:
             length = int.from_bytes(buffer[2:start], "big")
         if len(buffer) < start + length:
             return None
-        if first != 0x81:  # not a whole text frame: a close, or unexpected
+        if first == 0x81:
+            text = buffer[start : start + length].decode()
+        elif first == 0xC1 and self.inflater is not None:  # a whole compressed text frame
+            payload = bytes(buffer[start : start + length]) + b"\x00\x00\xff\xff"
+            text = self.inflater.decompress(payload).decode()
+        else:  # not a whole text frame: a close, or unexpected
             raise WebSocketClosed(f"frame 0x{first:02x}")
-        text = buffer[start : start + length].decode()
         del buffer[: start + length]
         return text
 
@@ -327,7 +350,9 @@ async def sweep(watched: Watched, readings: Readings) -> None:
                 readings.end(reading)
 
 
-async def viewer(web_port: int, watched: Watched, connected: list[int], readings: Readings) -> None:
+async def viewer(
+    web_port: int, watched: Watched, connected: list[int], readings: Readings, deflate: bool
+) -> None:
     counted = False
     while True:
         room = watched.room
@@ -335,7 +360,7 @@ async def viewer(web_port: int, watched: Watched, connected: list[int], readings
             await watched.changed.wait()
             continue
         try:
-            ws = await LeanSocket.connect(web_port, f"/ws/game/{room}")
+            ws = await LeanSocket.connect(web_port, f"/ws/game/{room}", deflate=deflate)
         except (WebSocketClosed, OSError, trio.BrokenResourceError):
             # Closed unanswered: a web process starved of CPU (a loaded machine) lets
             # hypercorn's keep-alive timer end a connection whose request it did not read
@@ -356,7 +381,7 @@ async def viewer(web_port: int, watched: Watched, connected: list[int], readings
             await watched.changed.wait()
 
 
-async def watch(web_port: int, viewers: int) -> None:
+async def watch(web_port: int, viewers: int, deflate: bool) -> None:
     """Viewer process: connect, say "ready", watch until stdin closes, print what was seen."""
     watched = Watched()
     async with trio.open_nursery() as nursery:
@@ -365,7 +390,7 @@ async def watch(web_port: int, viewers: int) -> None:
         readings = Readings()
         nursery.start_soon(sweep, watched, readings)
         for _ in range(viewers):
-            nursery.start_soon(viewer, web_port, watched, connected, readings)
+            nursery.start_soon(viewer, web_port, watched, connected, readings, deflate)
         while connected[0] < viewers:
             await trio.sleep(0.05)
         print("ready", flush=True)
@@ -474,11 +499,22 @@ class Measured:
         return percentile(self.window.latencies, 0.99)
 
 
-async def start_viewers(web_port: int, viewers: int, cpus: set[int] | None) -> trio.Process:
+async def start_viewers(
+    web_port: int, viewers: int, cpus: set[int] | None, deflate: bool
+) -> trio.Process:
     """The viewer process, its viewers connected ("ready"); on `cpus` (None: this
-    process's)."""
+    process's); `deflate`: they offer permessage-deflate, as browsers do."""
     process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "bench.viewer", "--watch", str(web_port), "--viewers", str(viewers)],
+        [
+            sys.executable,
+            "-m",
+            "bench.viewer",
+            "--watch",
+            str(web_port),
+            "--viewers",
+            str(viewers),
+            *(["--deflate"] if deflate else []),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
     )
@@ -522,6 +558,7 @@ async def run(
     rounds: int,
     settle: float,
     viewer_cpus: set[int] | None,
+    deflate: bool,
 ) -> list[Measured]:
     """`rounds` windows with viewers, each between two without (none, V, none, ..., V, none):
     a slow drift of the machine's load hits both alike. Between windows the games go on for
@@ -537,7 +574,7 @@ async def run(
         await trio.sleep(3.0)  # warm-up: every game started
         for window_number in range(2 * rounds + 1):
             count = viewers if window_number % 2 else 0
-            process = await start_viewers(web_port, count, viewer_cpus) if count else None
+            process = await start_viewers(web_port, count, viewer_cpus, deflate) if count else None
             await trio.sleep(settle)
             viewers_before = cpu_seconds(process.pid) if process is not None else 0.0
             window, elapsed, cpu, web_cpu, waited = await measure(shared, pid, seconds)
@@ -765,10 +802,11 @@ def main() -> None:
     parser.add_argument(
         "--server-cpu",
         type=cpu_or_none,
-        default=0,
-        help="CPU to pin the server to (default 0; the players' clients run on the others), or "
-        "'none': nothing pinned, the kernel places every process (as on a machine that runs "
-        "a league)",
+        default=None,
+        help="'none' (the default): nothing pinned, the kernel places every process, as the "
+        "product runs (nothing in it pins the server or its web process; a league pins its "
+        "bots over all cores); or a CPU to pin the server alone to, the players' clients, the "
+        "web process and the viewers on the others (the default until 7 December)",
     )
     parser.add_argument(
         "--web-cpu",
@@ -791,6 +829,13 @@ def main() -> None:
         help="where the viewers' process runs: on the players' clients' CPUs (default) or on "
         "the server's CPU (so that the clients that measure have theirs to themselves)",
     )
+    parser.add_argument(
+        "--deflate",
+        action="store_true",
+        help="the viewers offer permessage-deflate as browsers do and get the snapshots "
+        "deflated (a fifth of the bytes), which the stand-in then inflates on the machine "
+        "measured (default: plain frames)",
+    )
     parser.add_argument("--profile", metavar="FILE", help="run the server under cProfile")
     parser.add_argument(
         "--root",
@@ -810,7 +855,7 @@ def main() -> None:
         os.nice(19)
         with contextlib.suppress(AttributeError, OSError):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        trio.run(watch, arguments.watch, arguments.viewers)
+        trio.run(watch, arguments.watch, arguments.viewers, arguments.deflate)
         return
     usable = sorted(os.sched_getaffinity(0))
     if arguments.server_cpu is not None and arguments.server_cpu not in usable:
@@ -864,6 +909,7 @@ def main() -> None:
             max(1, arguments.rounds),
             arguments.settle,
             set(os.sched_getaffinity(server.pid)) if arguments.viewer_cpu == "server" else None,
+            arguments.deflate,
         )
     summarise(measured, arguments.viewers, arguments.resamples)
     print(f"load average after: {load()}")
