@@ -43,6 +43,7 @@ import argparse
 import json
 import os
 import resource
+import select
 import shlex
 import statistics
 import subprocess
@@ -68,6 +69,26 @@ Sample = tuple[float, float, float, float, float, float, float]
 # what it takes is printed apart.
 SAMPLE_EVERY = 0.25
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_exit(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Wait up to `seconds` for `process` to end; True if it has. Returns at its exit, not at
+    the end of the wait: the run's wall time ends when the runner does, and a sleep between
+    samples counted up to SAMPLE_EVERY of this bench's own polling as the run's idle exit
+    (0.125 s on average: 0.35 % of a 35-s run's share)."""
+    try:
+        descriptor = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # no pidfd (not Linux >= 5.3): Popen's own polling
+        try:
+            process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        select.select([descriptor], [], [], seconds)  # readable once the process has ended
+    finally:
+        os.close(descriptor)
+    return process.poll() is not None
 
 
 def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO) -> dict[str, Any]:
@@ -97,7 +118,8 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
                 sample = tree_cpu_seconds(process.pid)
                 if sample is not None:
                     samples.append((time.time(), *sample, *machine_times(), own_cpu_seconds(bench)))
-                time.sleep(SAMPLE_EVERY)
+                if wait_for_exit(process, SAMPLE_EVERY):
+                    break
             ended = time.time()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if process.returncode != 0:

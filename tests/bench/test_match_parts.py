@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+
 import pytest
 
-from bench.match import split_run, summary_lines
+from bench.match import split_run, summary_lines, wait_for_exit
 
 # Two CPUs, a run of 10 s: 2 games at K = 2, both launched at 1 s, ending at 8 and 9 s.
 SLOTS = [(1.0, 8.0), (1.0, 9.0)]
@@ -45,3 +49,27 @@ def test_each_part_separates_idle_bench_and_other_jobs() -> None:
     # 1 - 13/14 - 0.05 of the steady state's core-seconds went to other jobs.
     assert "this bench's sampling  5.0 %" in steady_line
     assert f"other jobs {100 * (1 - 13 / 14 - 0.05):5.1f} %" in steady_line
+
+
+def test_the_wait_between_samples_ends_when_the_run_does() -> None:
+    # The run's wall time ends at the process's exit: a process that ends after 0.05 s is seen
+    # ended well before the 5 s the wait may last (a sleep between samples saw it only then).
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.05)"])
+    try:
+        began = time.monotonic()
+        assert wait_for_exit(process, 5.0)
+        assert time.monotonic() - began < 2.5
+        assert process.returncode == 0
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_the_wait_between_samples_returns_false_while_the_run_goes_on() -> None:
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert not wait_for_exit(process, 0.05)
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
