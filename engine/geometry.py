@@ -245,7 +245,14 @@ def geometry(width: int, height: int) -> Geometry:
         [None] * (height * stride),
     )
     squid_deltas: list[LineDeltas | None] = [None] * (height * stride)
+    team_entries: tuple[list[FishEntry | None], ...] = (
+        [None] * (height * stride),
+        [None] * (height * stride),
+    )
+    # Per field its (ONE's, TWO's) entries, one pair shared by every landing on it.
+    entry_pairs: dict[int, tuple[FishEntry, FishEntry]] = {}
     for index in coords:
+        made = []
         for team in (0, 1):
             own_shift, opponent_shift = team_bits[team], team_bits[1 - team]
             team_checks = []
@@ -261,6 +268,13 @@ def geometry(width: int, height: int) -> Geometry:
                     jumped |= local
                 team_checks.append(tuple(local_by_distance))
             local_checks[team][index] = tuple(team_checks)
+            pairs = tuple(
+                tuple(zip(team_checks[axis], team_checks[axis + 4], strict=True))
+                for axis in range(4)
+            )
+            entry: FishEntry = (index, *line_ids[index], *pairs, moves[index])  # type: ignore[assignment]
+            team_entries[team][index] = entry
+            made.append(entry)
             own_bits = [1 << (own_shift + at) for at in place[index]]
             opponent_bits = [1 << (opponent_shift + at) for at in place[index]]
             team_deltas[team][index] = (
@@ -268,37 +282,21 @@ def geometry(width: int, height: int) -> Geometry:
                 *own_bits,
                 *(own - opponent for own, opponent in zip(own_bits, opponent_bits, strict=True)),
             )
+        entry_pairs[index] = (made[0], made[1])
         squid_deltas[index] = (*line_ids[index], *(1 << (squid_shift + at) for at in place[index]))
-    team_entries: tuple[list[FishEntry | None], ...] = (
-        [None] * (height * stride),
-        [None] * (height * stride),
-    )
-    for index in coords:
-        for team in (0, 1):
-            own_checks = local_checks[team][index]
-            pairs = tuple(
-                tuple(zip(own_checks[axis], own_checks[axis + 4], strict=True)) for axis in range(4)
-            )
-            entry: FishEntry = (index, *line_ids[index], *pairs, moves[index])  # type: ignore[assignment]
-            team_entries[team][index] = entry
-
-    def both_entries(index: int) -> tuple[FishEntry, FishEntry]:
-        one, two = team_entries[0][index], team_entries[1][index]
-        assert one is not None and two is not None
-        return one, two
-
     move_entries: dict[int, MoveEntry] = {}
     move_entries_by_key: dict[tuple[int, int, str], MoveEntry] = {}
     for index in coords:
         own_moves = moves[index]
         assert own_moves is not None
+        start_entry = entry_pairs[index][0]
         for number, move in enumerate(own_moves):
             landings: list[Landing | None] = [None] * (longest_line + 1)
             for distance, target in enumerate(rays[index][number], start=1):
                 target_index = target.bit_length() - 1
-                landings[distance] = (target, both_entries(target_index), neighbours[target_index])
+                landings[distance] = (target, entry_pairs[target_index], neighbours[target_index])
             move_entry: MoveEntry = (
-                both_entries(index)[0],
+                start_entry,
                 all_checks[index][number],
                 line_ids[index][number & 3],
                 lines[index][number & 3],
