@@ -8,7 +8,8 @@ CPU per game.
 The default bot is the socha 4.3.9 random bot of the tests (tests/bots/random_bot.py; socha
 idles in a 0.1 s poll, so games at once overlap well). Each setting is one real
 `python -m cli.match` run on its in-process server with `--ndjson`; the figures come from
-its events and from sampling the CPU of its process tree (`/proc`, every 0.25 s):
+its events and from sampling the CPU of its process tree (`/proc`, every 0.25 s around the
+ramp and the tail, every 1 s between them):
 
 - games/min: finished games over the run's wall time (interpreter start to exit);
 - share: the CPU the run used (runner, its server, the bots) over what the CPUs offered in
@@ -21,7 +22,7 @@ its events and from sampling the CPU of its process tree (`/proc`, every 0.25 s)
   the kernel's interrupt work took (/proc/stat's irq and softirq: with tick accounting a tick
   that lands in the loopback's softirq is charged to no process, so some of the run's own
   network work is counted here; on an otherwise idle machine nearly all of it is the run's),
-  the hypervisor took (steal), this bench's own sampling took (every 0.25 s, printed apart:
+  the hypervisor took (steal), this bench's own sampling took (printed apart:
   the measuring is not the runner's cost) and other jobs took: on a shared machine the share
   shows the other jobs (on an idle one: the host's kernel threads and agents, 0.5-1 %);
 - timeouts: games lost on time (the runner's fault if the bots are fast: a starved machine);
@@ -33,13 +34,15 @@ its events and from sampling the CPU of its process tree (`/proc`, every 0.25 s)
 At K = 1 the share shows the bots' idling: a socha bot waits in its 0.1 s poll, so one game
 at a time leaves most of the CPUs idle.
 
-The load average before and after is printed with the figures: on a shared machine they are
+The checkouts' modules are compiled before the runs (see `compile_checkout`). The load
+average before and after is printed with the figures: on a shared machine they are
 only comparable with the load they were measured under.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -65,9 +68,13 @@ PARTS = ("ramp", "steady", "tail", "exit")
 Sample = tuple[float, float, float, float, float, float, float]
 # Seconds between samples. A sample reads the runner's threads' child lists and every bot's
 # stat: about 1.7 ms of CPU with 18 threads and 16 bots, so every 0.1 s the bench took 1 % of
-# two CPUs from the run it measures (seen as "other jobs"); every 0.25 s it takes 0.4 %, and
-# what it takes is printed apart.
+# two CPUs from the run it measures (seen as "other jobs"), every 0.25 s 0.4 %. The samples
+# only cut the run into parts (the whole run's CPU comes from getrusage after the exit), and
+# in the steady state the CPU grows evenly: so the bench samples every SAMPLE_EVERY around
+# the ramp and the tail, where the parts' bounds fall, and every SAMPLE_STEADY between
+# them (0.1 % of the run). What it takes is printed apart.
 SAMPLE_EVERY = 0.25
+SAMPLE_STEADY = 1.0
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -112,13 +119,17 @@ def run(bot: str, games: int, concurrency: int, seed: int, checkout: Path = REPO
         # hypervisor, or was taken by other jobs.
         bench = os.getpid()  # its own CPU: the sampling's
         samples: list[Sample] = [(started, 0.0, 0.0, *machine_times(), own_cpu_seconds(bench))]
+        progress = Progress(stream, games, concurrency)
         with tempfile.TemporaryFile() as output:
             process = subprocess.Popen(argv, cwd=directory, env=env, stdout=output, stderr=output)
             while process.poll() is None:
                 sample = tree_cpu_seconds(process.pid)
                 if sample is not None:
-                    samples.append((time.time(), *sample, *machine_times(), own_cpu_seconds(bench)))
-                if wait_for_exit(process, SAMPLE_EVERY):
+                    samples.append(
+                        (time.time(), *sample[:2], *machine_times(), own_cpu_seconds(bench))
+                    )
+                    progress.saw_children(sample[2])
+                if wait_for_exit(process, progress.interval()):
                     break
             ended = time.time()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -263,10 +274,10 @@ def own_cpu_seconds(pid: int) -> float:
     return 0.0 if times is None else times[0] / TICK
 
 
-def tree_cpu_seconds(pid: int) -> tuple[float, float] | None:
-    """(the process's own CPU, the CPU of it and all its children, reaped or alive) in
-    seconds; None once it is gone. A child reaped while we read would be counted twice or
-    not at all: then the reading is repeated."""
+def tree_cpu_seconds(pid: int) -> tuple[float, float, int] | None:
+    """(the process's own CPU, the CPU of it and all its children, reaped or alive, in
+    seconds; how many children are alive); None once it is gone. A child reaped while we read
+    would be counted twice or not at all: then the reading is repeated."""
     for _attempt in range(5):
         first = _stat_times(pid)
         if first is None:
@@ -279,17 +290,68 @@ def tree_cpu_seconds(pid: int) -> tuple[float, float] | None:
         except OSError:
             pass  # a thread that ended: a child of it is in the next sample
         alive = 0
+        living = 0
         for child in children:
             times = _stat_times(child)
             if times is not None:
                 alive += times[0] + times[1]
+                living += 1
         second = _stat_times(pid)
         if second is None:
             return None
         if second[1] == first[1]:
             own, reaped = second
-            return own / TICK, (own + reaped + alive) / TICK
+            return own / TICK, (own + reaped + alive) / TICK, living
     return None
+
+
+class Progress:
+    """Where a run is, for the sampling's pace: in the ramp until the runner has had 2K
+    children alive at once (its bot reaper among them: all K slots' bots, or all but one), in
+    the tail once N - K + 1 games have ended (the NDJSON stream's game_end lines, read as
+    they come)."""
+
+    def __init__(self, stream: Path, games: int, concurrency: int) -> None:
+        self.stream = stream
+        self.ramp_over = False
+        self.children_at_full = 2 * min(concurrency, games)
+        self.tail_after = games - min(concurrency, games) + 1
+        self.ended = 0
+        self._read = 0
+        self._partial = b""
+
+    def saw_children(self, alive: int) -> None:
+        """A sample saw `alive` children of the runner."""
+        self.ramp_over = self.ramp_over or alive >= self.children_at_full
+
+    def interval(self) -> float:
+        """Seconds to the next sample: SAMPLE_STEADY between the ramp and the tail,
+        SAMPLE_EVERY around them."""
+        if not self.ramp_over or self._games_ended() >= self.tail_after:
+            return SAMPLE_EVERY
+        return SAMPLE_STEADY
+
+    def _games_ended(self) -> int:
+        try:
+            with self.stream.open("rb") as file:
+                file.seek(self._read)
+                chunk = file.read()
+        except OSError:
+            return self.ended  # not written yet
+        self._read += len(chunk)
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        self.ended += sum(json.loads(line).get("event") == "game_end" for line in lines if line)
+        return self.ended
+
+
+def compile_checkout(checkout: Path) -> None:
+    """Compile the checkout's modules before its runs, as a user's machine has them from the
+    first run on (Python writes them then). Where nobody may write them (PYTHONDONTWRITEBYTECODE,
+    set in this project's sandbox), every run compiled its start-up anew: 0.1 s more of the
+    ramp, on one core while the other idled."""
+    for package in sorted(checkout.iterdir()):
+        if (package / "__init__.py").is_file():
+            compileall.compile_dir(package, quiet=1)
 
 
 def summary_lines(result: dict[str, Any]) -> list[str]:
@@ -342,6 +404,8 @@ def main() -> int:
     )
     options = parser.parse_args()
     print(f"bot: {options.bot}")
+    for checkout in (REPO, *options.checkout):
+        compile_checkout(checkout)
     print(f"cores: {os.cpu_count()}, load average before: {os.getloadavg()}", flush=True)
     results = []
     if options.games1 > 0:
