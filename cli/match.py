@@ -9,7 +9,8 @@ a running mean.
 
 Without --port the server runs in this process (on a free loopback port, with a random admin
 password); with --port the games are played on a running server. `--concurrency K` plays K
-games at once (one admin connection each); `--seed S` pairs the boards (runner.schedule).
+games at once (one admin connection each); `--seed S` or `--boards FILE` pairs the boards
+(runner.schedule).
 
 A bot that crashes, times out or breaks the rules loses that game (irregularly) and the run
 goes on; a folder per such loss reproduces it (runner.reproduce). The move times come from
@@ -62,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     match = Scoreboard(
         options.names,
         options.games,
-        paired=options.seed is not None,
+        paired=options.paired,
         report_every=options.report_every,
         sprt=options.sprt,
     )

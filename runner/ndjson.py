@@ -3,8 +3,9 @@ and reading it back to continue an interrupted run (`--resume FILE`).
 
 Events (every one has `event` and `time`, ISO 8601 UTC):
 
-- `run_start`: `players` [name1, name2], `games`, `seed`, `concurrency`, `resumed` (games an
-  earlier run of the stream finished; a resumed run writes a run_start of its own);
+- `run_start`: `players` [name1, name2], `games`, `seed`, `boards` (null, or a digest of the
+  --boards list), `concurrency`, `resumed` (games an earlier run of the stream finished; a
+  resumed run writes a run_start of its own);
 - `game_end`: `game` (1-based), `room`, `players` (names in slot order: ONE, TWO), `one`
   (0 when player1 played ONE), `seed` (the board seed when the board was the seeded one,
   else null), `winner` (a name or null), `regular`, `reason`, `siegpunkte` and
@@ -26,6 +27,7 @@ Events (every one has `event` and `time`, ISO 8601 UTC):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -84,6 +86,7 @@ class EventLog:
             players=list(options.names),
             games=options.games,
             seed=options.seed,
+            boards=boards_digest(options.boards),
             concurrency=options.concurrency,
             resumed=resumed,
         )
@@ -282,7 +285,7 @@ def _lines(path: Path) -> list[bytes]:
 
 def read_resume(path: Path, options: Options) -> Resumed:
     """The finished games of the stream at `path`; raises MatchError when it is missing,
-    unreadable, belongs to another match (other players, number of games or seed), or has an
+    unreadable, belongs to another match (other players, number of games, seed or boards), or has an
     event this runner would not have written (a game number out of range, scores no game
     gives, NaN, a missing key): the stream decides what is counted, so every line is checked."""
     lines = _lines(path)
@@ -311,11 +314,25 @@ def read_resume(path: Path, options: Options) -> Resumed:
             games[event["game"]] = summary_of(event)
     if start is None:
         raise MatchError(f"--resume: {path} has no run_start event")
-    mine = {"players": list(options.names), "games": options.games, "seed": options.seed}
+    mine = {
+        "players": list(options.names),
+        "games": options.games,
+        "seed": options.seed,
+        "boards": boards_digest(options.boards),
+    }
     theirs = {key: start.get(key) for key in mine}
     if theirs != mine:
         raise MatchError(f"--resume: {path} is another match: {theirs} (this run: {mine})")
     return Resumed([games[number] for number in sorted(games)])
+
+
+def boards_digest(boards: tuple[int, ...] | None) -> str | None:
+    """What identifies a --boards list in the stream (a resume must play the same boards):
+    its seeds' SHA-256, not the list, which may be 50,000 seeds long."""
+    if boards is None:
+        return None
+    text = ",".join(map(str, boards))
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def summary_of(event: dict[str, Any]) -> GameSummary:

@@ -6,6 +6,7 @@ import argparse
 import os
 import shlex
 import shutil
+import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class Options:
     game_timeout: float | None  # None: derived from the server's hard timeout
     concurrency: int = 1
     seed: int | None = None  # None: random, unpaired boards
+    boards: tuple[int, ...] | None = None  # --boards: pair k plays boards[k % len(boards)]
     report_every: int = 10  # a block of figures every N games
     ndjson: Path | None = None  # the event stream
     resume: Path | None = None  # continue the run whose event stream this is
@@ -47,6 +49,11 @@ class Options:
     no_reproducers: bool = False
     analyze: int | None = None  # nodes: analyse player1's lost games move by move at the end
     show_board: bool = False  # draw every observed state
+
+    @property
+    def paired(self) -> bool:
+        """Whether games 2k-1 and 2k share a start board (--seed or --boards)."""
+        return self.seed is not None or self.boards is not None
 
     @property
     def reproducer_dir(self) -> Path:
@@ -146,6 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(derived from S) with sides swapped",
     )
     parser.add_argument(
+        "--boards",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="paired boards from a list: FILE has one board seed per line (# starts a "
+        "comment); games 2k-1 and 2k play the board of line k with sides swapped, from the "
+        "top again after the last line. A fixed set of openings, or another run's boards",
+    )
+    parser.add_argument(
         "--host", default=None, help="host of a running server (with --port; default localhost)"
     )
     parser.add_argument(
@@ -205,8 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="elo0=E0,elo1=E1[,alpha=A,beta=B,model=normalized|logistic]",
         help="sequential test of H0: Elo = E0 against H1: Elo = E1 (player1's view; alpha "
         "and beta default to 0.05, the model to normalized, i.e. nElo): the run stops as soon "
-        "as one is accepted (after a finished pair with --seed). Exit status 0: H1 accepted, "
-        "1: H0 accepted, 3: inconclusive after --games games",
+        "as one is accepted (after a finished pair with --seed or --boards). Exit status 0: "
+        "H1 accepted, 1: H0 accepted, 3: inconclusive after --games games",
     )
     parser.add_argument(
         "--reproducers",
@@ -278,6 +294,11 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         raise MatchError(f"--game-timeout must be positive, got {arguments.game_timeout}")
     if arguments.report_every < 0:
         raise MatchError(f"--report-every must be 0 or more, got {arguments.report_every}")
+    boards = None
+    if arguments.boards is not None:
+        if arguments.seed is not None:
+            raise MatchError("--seed and --boards both choose the boards: give one of them")
+        boards = read_boards(arguments.boards)
     sprt = None
     if arguments.sprt is not None:
         try:
@@ -326,6 +347,7 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         game_timeout=arguments.game_timeout,
         concurrency=min(concurrency, arguments.games),
         seed=arguments.seed,
+        boards=boards,
         report_every=arguments.report_every,
         ndjson=arguments.ndjson or arguments.resume,
         resume=arguments.resume,
@@ -335,6 +357,53 @@ def parse_options(argv: Sequence[str], threads: int | None = None) -> Options:
         analyze=arguments.analyze,
         show_board=arguments.show_board,
     )
+
+
+MAX_BOARDS_BYTES = 1 << 20  # 50,000 seeds of 20 digits
+SEED_BOUND = 1 << 63  # a board seed fits a Java long, as the official server's
+
+
+def read_boards(path: Path) -> tuple[int, ...]:
+    """The board seeds of a --boards file: one decimal integer per line; blank lines and
+    text from `#` on are skipped. Only a regular file is read (a FIFO is refused without
+    waiting for a writer), at most MAX_BOARDS_BYTES. Raises MatchError naming the file and
+    the line."""
+    try:
+        # O_NONBLOCK: opening a FIFO without a writer would wait forever.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise MatchError(f"--boards: cannot read {path}: {error.strerror or error}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise MatchError(f"--boards: {path} is not a regular file")
+        data = os.read(descriptor, MAX_BOARDS_BYTES + 1)
+    except OSError as error:
+        raise MatchError(f"--boards: cannot read {path}: {error.strerror or error}") from None
+    finally:
+        os.close(descriptor)
+    if len(data) > MAX_BOARDS_BYTES:
+        raise MatchError(f"--boards: {path} is larger than {MAX_BOARDS_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MatchError(f"--boards: {path} is not UTF-8 text") from None
+    seeds = []
+    for number, line in enumerate(text.splitlines(), 1):
+        field = line.split("#", 1)[0].strip()
+        if not field:
+            continue
+        try:
+            seed = int(field, 10)
+        except ValueError:
+            raise MatchError(
+                f"--boards: {path}:{number}: not a board seed (an integer): {field!r:.40}"
+            ) from None
+        if not -SEED_BOUND <= seed < SEED_BOUND:
+            raise MatchError(f"--boards: {path}:{number}: {seed} does not fit 64 bits")
+        seeds.append(seed)
+    if not seeds:
+        raise MatchError(f"--boards: {path} names no board seed")
+    return tuple(seeds)
 
 
 def player_command(text: str, flag: str) -> list[str]:

@@ -2,7 +2,8 @@
 
 Games are numbered 1..N. Game k (0-based) puts player1 on team ONE when k is even (the
 official alternation). With a seed, games 2p and 2p+1 share the start board of pair p
-(`GameState.initial(board_seed(S, p))`), sides swapped: the board's luck cancels out.
+(`GameState.initial(board_seed(S, p))`), sides swapped: the board's luck cancels out. With
+--boards the pairs take the list's seeds in turn instead.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ def board_seed(seed: int, pair: int) -> int:
 def game_spec(options: Options, index: int, *, paired: bool = True) -> GameSpec:
     """Game `index` (0-based) of the run."""
     seed = None
-    if options.seed is not None and paired:
+    if paired and options.boards is not None:
+        seed = options.boards[index // 2 % len(options.boards)]
+    elif paired and options.seed is not None:
         seed = board_seed(options.seed, index // 2)
     return GameSpec(index + 1, first_player(index), options.names, options.can_timeout, seed)
 
@@ -102,7 +105,7 @@ class Schedule:
         self.counted = counted
         self.watch = watch
         self.pending = [index for index in range(options.games) if index + 1 not in done]
-        self.paired = options.seed is not None  # until the server shows it ignores seeds
+        self.paired = options.paired  # until the server shows it ignores seeds
         self.decided: SprtStatus | None = None  # the SPRT's decision, once made
         self._scope: trio.CancelScope | None = None
         # A game has at most 2 * ROUND_LIMIT moves, each at most a hard timeout long.

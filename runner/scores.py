@@ -74,7 +74,7 @@ class Scoreboard:
     games: int
     scores: tuple[PlayerScore, PlayerScore] = field(init=False)
     played: list[GameSummary] = field(default_factory=list)
-    paired: bool = False  # games 2p+1 and 2p+2 form a pair (--seed)
+    paired: bool = False  # games 2p+1 and 2p+2 form a pair (--seed or --boards)
     # Looked up at run time, not import time: tests and callers may replace sys.stdout.
     out: TextIO = field(default_factory=lambda: sys.stdout)
     report_every: int = 0  # a block of figures every N counted games (0 = never)

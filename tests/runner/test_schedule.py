@@ -213,6 +213,21 @@ async def test_seeded_pairs_play_the_same_board_with_sides_swapped(tmp_path: Pat
     assert "ignores the board seed" not in match.out.getvalue()  # type: ignore[attr-defined]
 
 
+async def test_listed_boards_are_played_pair_by_pair(tmp_path: Path) -> None:
+    path = tmp_path / "boards.txt"
+    path.write_text("101\n202\n")
+    run = options(tmp_path, "--boards", str(path), "--games", "6", "--concurrency", "2")
+    match, observed, _ = await run_schedule(run, gate_size=0)
+    by_number = {o.summary.number: o for o in observed}
+    for number, seed in zip(range(1, 7), (101, 101, 202, 202, 101, 101), strict=True):
+        game = by_number[number]
+        assert game.seeded_board is True
+        assert game.summary.seed == seed
+        first_memento = next(p for p in game.packets if isinstance(p, Memento))
+        assert first_memento.state == GameState.initial(seed)
+    assert "ignores the board seed" not in match.out.getvalue()  # type: ignore[attr-defined]
+
+
 async def test_server_without_the_seed_extension_falls_back_to_unpaired(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
