@@ -6,13 +6,15 @@ games between the same two bots through `piranhas-match` and through a two-team 
     python -m bench.league --overhead [--small 4] [--large 20] [--repeat 3]
 
 `--overhead` measures only the per-game cost, side by side: each tool plays `--small` and
-`--large` games (same bots, seed, concurrency), in turn, `--repeat` times, with a new seed each
-repeat (the two tools make different boards of one seed); a game's cost is
-the marginal one, (wall(large) - wall(small)) / (large - small), so the start-ups cancel
-(they are printed apart). Printed: each tool's cost per game (mean ± 95 % CI over the
-repeats), the league's extra cost per game (paired by repeat) against the goal of 30 ms, and
-the same per move, scaled to a game of the mean length (moves from piranhas-match's results
-and the league's store): the boards' different game lengths drop out.
+`--large` games (same bots, concurrency), in turn, `--repeat` times, with a new league seed
+each repeat. The same games: piranhas-match plays the league's boards (`--boards`, the board
+seeds of the league's schedule), and the bots' tie-breaks are seeded (`builtin:NAME --seed 1`),
+so both tools play move for move the same games (checked: the moves of every run are
+counted in both). A game's cost is the marginal one, (wall(large) - wall(small)) / (large -
+small), so the start-ups cancel (they are printed apart). Printed: each tool's cost per game
+(mean ± 95 % CI over the repeats), the league's extra cost per game (paired by repeat)
+against the goal of 30 ms, and the same per move, scaled to a game of the mean length (moves
+from piranhas-match's results and the league's store).
 
 Built-in bots are `builtin:NAME` (piranhas-bot); where this installation lacks it, the fast
 test bot (tests/bots/fast_bot.py) stands in and the output says so. Prints the command lines,
@@ -37,6 +39,8 @@ import time
 from pathlib import Path
 
 from bench.match import own_cpu_seconds
+from league.config import load_league
+from league.schedule import build_schedule
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -50,10 +54,22 @@ def bot_command(bot: str) -> list[str]:
     return FAST_BOT
 
 
+def seeded_bot_command(bot: str) -> list[str]:
+    """The bot's command with its random tie-breaks seeded: the same board, the same game."""
+    command = bot_command(bot)
+    return [*command, "--seed", "1"] if command[0].startswith("builtin:") else command
+
+
 def write_league(
-    directory: Path, teams: int, games: int, concurrency: int, bot: str, seed: int = 1
+    directory: Path,
+    teams: int,
+    games: int,
+    concurrency: int,
+    bot: str,
+    seed: int = 1,
+    command: list[str] | None = None,
 ) -> Path:
-    """A league of `teams` copies of the bot."""
+    """A league of `teams` copies of the bot (its `command`, by default `bot_command`)."""
     lines = [
         'name = "Bench"',
         f"games_per_match = {games}",
@@ -61,8 +77,8 @@ def write_league(
         f"seed = {seed}",
     ]
     for index in range(teams):
-        command = bot_command(bot)
-        lines += ["[[teams]]", f'id = "t{index}"', f"command = {json.dumps(command)}"]
+        team_command = command or bot_command(bot)
+        lines += ["[[teams]]", f'id = "t{index}"', f"command = {json.dumps(team_command)}"]
     path = directory / "bench.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -85,15 +101,24 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def match_command(
-    player: str, games: int, concurrency: int, logs: Path, seed: int = 1
-) -> list[str]:
-    """piranhas-match playing `games` games between two copies of `player`."""
+def match_command(player: str, games: int, concurrency: int, logs: Path, boards: Path) -> list[str]:
+    """piranhas-match playing `games` games between two copies of `player` on the boards
+    of the list `boards` (--boards), pair by pair."""
     return [
         str(BIN / "piranhas-match"),
-        *("--player1", player, "--player2", player, "--games", str(games), "--seed", str(seed)),
+        *("--player1", player, "--player2", player, "--games", str(games)),
+        *("--boards", str(boards)),
         *("--concurrency", str(concurrency), "--force-concurrency", "--log-dir", str(logs)),
     ]
+
+
+def league_boards(league: Path, destination: Path) -> Path:
+    """The league's boards as a --boards list: the board seed of every pair of its games in
+    playing order (league.schedule), so that piranhas-match plays the very same games."""
+    games = [game for match in build_schedule(load_league(league)) for game in match.games]
+    pairs = [game.board_seed for game in games if game.number % 2 == 1]
+    destination.write_text("".join(f"{seed}\n" for seed in pairs), encoding="utf-8")
+    return destination
 
 
 def mean_ci(values: list[float]) -> tuple[float, float]:
@@ -138,22 +163,20 @@ def moves_played(tool: str, run: Path) -> int:
 def overhead(args: argparse.Namespace) -> None:
     """The per-game cost of the league over piranhas-match, start-ups cancelled: wall time
     and CPU time (less sensitive to other jobs on a shared machine)."""
-    command = bot_command(args.bot)
+    command = seeded_bot_command(args.bot)
     player = shlex.join(command)
     tools = ("match", "league")
     kinds = ("wall", "cpu", "own")
     costs: dict[tuple[str, str], list[float]] = {(t, k): [] for t in tools for k in kinds}
-    # The same per move, and the moves of a marginal game: the tools play different boards,
-    # whose games differ in length; per move, that part of the board's luck drops out.
+    # The same per move, and the moves of a marginal game (the repeats' boards differ).
     per_move: dict[tuple[str, str], list[float]] = {(t, k): [] for t in tools for k in kinds}
+    same_games = 0  # runs in which both tools played the same number of moves
     game_moves: list[float] = []
     starts: dict[str, list[float]] = {tool: [] for tool in tools}
     with tempfile.TemporaryDirectory() as scratch:
         for repeat in range(args.repeat):
-            # The two tools derive their boards from the seed by different hashes
-            # (league.schedule.board_seed, runner.schedule.board_seed), so they play
-            # different boards: a new seed each repeat makes that a random error, which the
-            # interval over the repeats covers, instead of the same bias every repeat.
+            # A new seed each repeat: other boards, so that no board's games decide the
+            # figure. piranhas-match plays the league's boards (--boards), the same games.
             seed = repeat + 1
             measured: dict[tuple[str, int], tuple[float, float, float]] = {}
             moves: dict[tuple[str, int], int] = {}
@@ -161,15 +184,18 @@ def overhead(args: argparse.Namespace) -> None:
                 for tool in tools if repeat % 2 == 0 else tools[::-1]:
                     run = Path(scratch) / f"{tool}-{repeat}-{games}"
                     run.mkdir()
+                    league = write_league(run, 2, games, args.concurrency, args.bot, seed, command)
                     if tool == "match":
+                        boards = league_boards(league, run / "boards.txt")
                         logs = run / "logs"
-                        argv = match_command(player, games, args.concurrency, logs, seed)
+                        argv = match_command(player, games, args.concurrency, logs, boards)
                         argv += ["--results", "results.jsonl"]
                     else:
-                        league = write_league(run, 2, games, args.concurrency, args.bot, seed)
                         argv = [str(BIN / "piranhas-league"), "run", str(league)]
                     measured[tool, games] = timed_cpu(argv, run)
                     moves[tool, games] = moves_played(tool, run)
+            sizes = (args.small, args.large)
+            same_games += sum(moves["match", size] == moves["league", size] for size in sizes)
             line = [f"repeat {repeat + 1}:"]
             for tool in tools:
                 small, large = measured[tool, args.small], measured[tool, args.large]
@@ -199,6 +225,10 @@ def overhead(args: argparse.Namespace) -> None:
             f"ms CPU (its own process {own:.1f} ± {own_half:.1f} ms) per game (start-up and "
             f"end {start:.0f} ± {start_half:.0f} ms wall per run)"
         )
+    print(
+        f"the same games: both tools played the same number of moves in {same_games} of "
+        f"{2 * args.repeat} runs (the league's boards, seeded bots)"
+    )
     labels = {"wall": "wall", "cpu": "CPU in all", "own": "CPU of its own process"}
     for kind in kinds:
         mean, half, verdict = league_extra(costs["league", kind], costs["match", kind], 1.0)
@@ -207,7 +237,7 @@ def overhead(args: argparse.Namespace) -> None:
             f"piranhas-match ({args.repeat} paired repeats, concurrency {args.concurrency}, "
             f"{args.small} and {args.large} games; goal ≤ 30 ms: {verdict})"
         )
-    # Per move (µs), scaled to a game of the mean length: the boards' different lengths drop out.
+    # Per move (µs), scaled to a game of the mean length (a check: the games are the same).
     length = statistics.fmean(game_moves)
     scale = length / 1000
     for kind in kinds:
