@@ -6,7 +6,6 @@ import argparse
 import os
 import shlex
 import shutil
-import stat
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 from launching import MatchError
 from runner.stats import Sprt
 from server.config import DEFAULT_PASSWORD, PROPERTIES_FILE, ConfigError, load_settings
+from server.files import FileReadError, read_regular_file
 
 PROGRAM = "piranhas-match"
 DEMO_PLAYERS = ("builtin:search --budget 0.3", "builtin:greedy")
@@ -365,24 +365,12 @@ SEED_BOUND = 1 << 63  # a board seed fits a Java long, as the official server's
 
 def read_boards(path: Path) -> tuple[int, ...]:
     """The board seeds of a --boards file: one decimal integer per line; blank lines and
-    text from `#` on are skipped. Only a regular file is read (a FIFO is refused without
-    waiting for a writer), at most MAX_BOARDS_BYTES. Raises MatchError naming the file and
-    the line."""
+    text from `#` on are skipped. Only a regular file of at most MAX_BOARDS_BYTES is read
+    (server.files). Raises MatchError naming the file and the line."""
     try:
-        # O_NONBLOCK: opening a FIFO without a writer would wait forever.
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as error:
-        raise MatchError(f"--boards: cannot read {path}: {error.strerror or error}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise MatchError(f"--boards: {path} is not a regular file")
-        data = os.read(descriptor, MAX_BOARDS_BYTES + 1)
-    except OSError as error:
-        raise MatchError(f"--boards: cannot read {path}: {error.strerror or error}") from None
-    finally:
-        os.close(descriptor)
-    if len(data) > MAX_BOARDS_BYTES:
-        raise MatchError(f"--boards: {path} is larger than {MAX_BOARDS_BYTES} bytes")
+        data = read_regular_file(path, MAX_BOARDS_BYTES)
+    except FileReadError as error:
+        raise MatchError(f"--boards: {path}: {error}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import stat
 import threading
 import unicodedata
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from protocol.errors import RemoteProtocolError
 from protocol.events import GAME_TYPE
 from protocol.messages import Memento, ResultMessage, RoomError
 from protocol.replay import MAX_REPLAY_BYTES, read_replay, write_replay
+from server.files import FileReadError, read_regular_file
 
 PLUGIN_ID = GAME_TYPE
 # Most file systems limit a file name to 255 bytes; names are cut to keep well below that
@@ -164,7 +164,10 @@ def load_start_state(path: Path, turn: int, *, max_bytes: int = MAX_REPLAY_BYTES
     official ReplayLoader. Only a regular file of at most `max_bytes` (also after
     decompression) holding a complete replay of a 10x10 game is accepted. Raises
     ReplayLoadError naming the file on any problem."""
-    data = _read_regular_file(path, max_bytes)
+    try:
+        data = read_regular_file(path, max_bytes)
+    except FileReadError as error:
+        raise ReplayLoadError(f"loadGameFile {path}: {error}") from None
     try:
         replay = read_replay(data, max_bytes=max_bytes)
     except RemoteProtocolError as error:
@@ -187,55 +190,3 @@ def load_start_state(path: Path, turn: int, *, max_bytes: int = MAX_REPLAY_BYTES
             f"{state.height}, Piranhas is played on {BOARD_SIZE}x{BOARD_SIZE}"
         )
     return state
-
-
-def _read_regular_file(path: Path, max_bytes: int) -> bytes:
-    """At most `max_bytes` of the regular file `path`. A FIFO, device or directory is
-    refused before it is read: reading /dev/zero never ends, a FIFO blocks forever."""
-    try:
-        kind = _file_kind(os.stat(path).st_mode)
-        if kind is not None:
-            raise ReplayLoadError(f"loadGameFile {path}: not a regular file but {kind}")
-        # O_NONBLOCK: if the path was swapped for a FIFO since the stat, opening it does not
-        # wait for a writer; the fstat below then refuses it.
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as error:
-        raise ReplayLoadError(f"loadGameFile {path}: cannot read: {error.strerror}") from None
-    try:
-        info = os.fstat(descriptor)
-        kind = _file_kind(info.st_mode)
-        if kind is not None:
-            raise ReplayLoadError(f"loadGameFile {path}: not a regular file but {kind}")
-        if info.st_size > max_bytes:
-            raise ReplayLoadError(
-                f"loadGameFile {path}: {info.st_size} bytes, larger than {max_bytes} bytes"
-            )
-        chunks = bytearray()
-        # One byte more than allowed tells a file that grew since the fstat.
-        while len(chunks) <= max_bytes:
-            chunk = os.read(descriptor, max_bytes + 1 - len(chunks))
-            if not chunk:
-                break
-            chunks += chunk
-        if len(chunks) > max_bytes:
-            raise ReplayLoadError(f"loadGameFile {path}: larger than {max_bytes} bytes")
-        return bytes(chunks)
-    except OSError as error:
-        raise ReplayLoadError(f"loadGameFile {path}: cannot read: {error.strerror}") from None
-    finally:
-        os.close(descriptor)
-
-
-def _file_kind(mode: int) -> str | None:
-    """None for a regular file, else what it is, for the error message."""
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
